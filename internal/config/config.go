@@ -1,0 +1,217 @@
+// Package config reads the server's settings from K8S_SANDBOX_* variables (the spec's names,
+// "__" for nesting), from a .env file and from an explicit --env-file. The real environment
+// wins over files. Every problem names the variable so the operator can fix it in one go.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/joho/godotenv"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+)
+
+// Prefix starts every variable the server reads.
+const Prefix = "K8S_SANDBOX_"
+
+// Config is everything the server is configured with from the environment.
+type Config struct {
+	Connection      conn.Config
+	SessionLabelKey string // K8S_SANDBOX_SESSION_ID_LABEL_KEY
+	ProbeNamespace  string // K8S_SANDBOX_PROBE_NAMESPACE
+	LogLevel        string // K8S_SANDBOX_LOG_LEVEL
+	// Unknown lists K8S_SANDBOX_* variables nobody reads (likely typos), for a warning.
+	Unknown []string
+}
+
+// Source gathers variables: the process environment over .env files.
+type Source struct {
+	Environ []string // os.Environ() form
+	// EnvFile is an explicit --env-file; it must exist. DotEnv is ./.env, read if present.
+	EnvFile string
+	DotEnv  string
+}
+
+// Load merges the source and parses it.
+func Load(src Source) (Config, error) {
+	vars := map[string]string{}
+	for _, f := range []struct {
+		path     string
+		required bool
+	}{{src.DotEnv, false}, {src.EnvFile, true}} {
+		if f.path == "" {
+			continue
+		}
+		m, err := godotenv.Read(f.path)
+		if err != nil {
+			if !f.required && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return Config{}, fmt.Errorf("reading env file %s: %w", f.path, err)
+		}
+		for k, v := range m {
+			vars[strings.ToUpper(k)] = v
+		}
+	}
+	for _, kv := range src.Environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok {
+			vars[strings.ToUpper(k)] = v
+		}
+	}
+	return Parse(vars)
+}
+
+// Parse reads the settings from upper-cased variable names.
+func Parse(vars map[string]string) (Config, error) {
+	p := parser{vars: vars, used: map[string]bool{}}
+	c := Config{
+		SessionLabelKey: p.str("SESSION_ID_LABEL_KEY", "mcp.k8s-agent-sandbox/session-id"),
+		ProbeNamespace:  p.str("PROBE_NAMESPACE", "default"),
+		LogLevel:        p.str("LOG_LEVEL", "info"),
+	}
+	cc := conn.Config{
+		Type:          p.str("CONNECTION__TYPE", ""),
+		ClusterDomain: p.str("CLUSTER_DOMAIN", "cluster.local"),
+		DNSServer:     p.str("DNS_SERVER", ""),
+	}
+	cc.MaxDownloadBytes = int64(p.integer("MAX_DOWNLOAD_BYTES", 32<<20, 1, 1<<30))
+	switch cc.Type {
+	case conn.TypeGateway:
+		cc.GatewayName = p.required("CONNECTION__GATEWAY_NAME")
+		cc.GatewayNamespace = p.str("CONNECTION__GATEWAY_NAMESPACE", "default")
+		cc.GatewayReadyTimeout = time.Duration(p.integer("CONNECTION__GATEWAY_READY_TIMEOUT", 180, 1, 3600)) * time.Second
+		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", 8888)
+	case conn.TypeDirect:
+		cc.APIURL = p.required("CONNECTION__API_URL")
+		if cc.APIURL != "" {
+			if u, err := url.Parse(cc.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				p.fail("CONNECTION__API_URL", "must be an http:// or https:// URL, got %q", cc.APIURL)
+			}
+		}
+		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", 8888)
+	case conn.TypeInCluster:
+		cc.UsePodIP = p.boolean("CONNECTION__USE_POD_IP", false)
+		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", 8888)
+	case conn.TypeSandboxdInCluster:
+		cc.Mode = p.required("CONNECTION__MODE")
+		if cc.Mode != "" && cc.Mode != conn.ModeService && cc.Mode != conn.ModePodIP {
+			p.fail("CONNECTION__MODE", "must be %q or %q, got %q", conn.ModeService, conn.ModePodIP, cc.Mode)
+		}
+		cc.RESTPort = p.port("CONNECTION__REST_PORT", 8080)
+		cc.GRPCPort = p.port("CONNECTION__GRPC_PORT", 9090)
+		if cc.RESTPort == cc.GRPCPort && cc.RESTPort != 0 {
+			p.fail("CONNECTION__GRPC_PORT", "must differ from %sCONNECTION__REST_PORT", Prefix)
+		}
+	case "":
+		p.fail("CONNECTION__TYPE", "is required: one of gateway, direct, in-cluster, sandboxd-in-cluster")
+	default:
+		p.fail("CONNECTION__TYPE", "must be one of gateway, direct, in-cluster, sandboxd-in-cluster, got %q", cc.Type)
+	}
+	if cc.DNSServer != "" {
+		if _, _, err := net.SplitHostPort(cc.DNSServer); err != nil {
+			p.fail("DNS_SERVER", "must be host:port, got %q", cc.DNSServer)
+		}
+	}
+	c.Connection = cc
+	if p.err != nil {
+		return Config{}, p.err
+	}
+	// Settings of other connection types are not typos; only wholly unknown names are.
+	known := map[string]bool{}
+	for _, k := range knownNames {
+		known[Prefix+k] = true
+	}
+	for k := range vars {
+		if strings.HasPrefix(k, Prefix) && !p.used[k] && !known[k] {
+			c.Unknown = append(c.Unknown, k)
+		}
+	}
+	sort.Strings(c.Unknown)
+	return c, nil
+}
+
+var knownNames = []string{
+	"CONNECTION__TYPE", "CONNECTION__GATEWAY_NAME", "CONNECTION__GATEWAY_NAMESPACE",
+	"CONNECTION__GATEWAY_READY_TIMEOUT", "CONNECTION__SERVER_PORT", "CONNECTION__API_URL",
+	"CONNECTION__USE_POD_IP", "CONNECTION__MODE", "CONNECTION__REST_PORT", "CONNECTION__GRPC_PORT",
+}
+
+// Error is a setting that cannot be used; Var is the full variable name.
+type Error struct {
+	Var string
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Var + " " + e.Msg }
+
+type parser struct {
+	vars map[string]string
+	used map[string]bool
+	err  error
+}
+
+func (p *parser) fail(name, format string, a ...any) {
+	if p.err == nil {
+		p.err = &Error{Var: Prefix + name, Msg: fmt.Sprintf(format, a...)}
+	}
+}
+
+func (p *parser) lookup(name string) (string, bool) {
+	p.used[Prefix+name] = true
+	v, ok := p.vars[Prefix+name]
+	return strings.TrimSpace(v), ok && strings.TrimSpace(v) != ""
+}
+
+func (p *parser) str(name, def string) string {
+	if v, ok := p.lookup(name); ok {
+		return v
+	}
+	return def
+}
+
+func (p *parser) required(name string) string {
+	v, ok := p.lookup(name)
+	if !ok {
+		p.fail(name, "is required for %sCONNECTION__TYPE=%s", Prefix, p.vars[Prefix+"CONNECTION__TYPE"])
+	}
+	return v
+}
+
+func (p *parser) integer(name string, def, lo, hi int) int {
+	v, ok := p.lookup(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		p.fail(name, "must be an integer from %d to %d, got %q", lo, hi, v)
+		return def
+	}
+	return n
+}
+
+func (p *parser) port(name string, def int) int { return p.integer(name, def, 1, 65535) }
+
+func (p *parser) boolean(name string, def bool) bool {
+	v, ok := p.lookup(name)
+	if !ok {
+		return def
+	}
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true
+	case "0", "false", "no", "off":
+		return false
+	}
+	p.fail(name, "must be true or false, got %q", v)
+	return def
+}

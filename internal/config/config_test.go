@@ -1,0 +1,109 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		wantErr string // substring naming the variable
+		check   func(t *testing.T, c Config)
+	}{
+		{name: "missing type", vars: map[string]string{}, wantErr: "K8S_SANDBOX_CONNECTION__TYPE is required"},
+		{name: "bad type", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "tunnel"}, wantErr: "K8S_SANDBOX_CONNECTION__TYPE must be one of"},
+		{name: "gateway defaults", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "gateway", "K8S_SANDBOX_CONNECTION__GATEWAY_NAME": "gw"},
+			check: func(t *testing.T, c Config) {
+				want := conn.Config{Type: "gateway", GatewayName: "gw", GatewayNamespace: "default", GatewayReadyTimeout: 180 * time.Second,
+					ServerPort: 8888, ClusterDomain: "cluster.local", MaxDownloadBytes: 32 << 20}
+				if c.Connection != want {
+					t.Errorf("got %+v, want %+v", c.Connection, want)
+				}
+				if c.SessionLabelKey != "mcp.k8s-agent-sandbox/session-id" || c.ProbeNamespace != "default" {
+					t.Errorf("general defaults: %+v", c)
+				}
+			}},
+		{name: "gateway needs name", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "gateway"}, wantErr: "K8S_SANDBOX_CONNECTION__GATEWAY_NAME is required"},
+		{name: "direct", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "direct", "K8S_SANDBOX_CONNECTION__API_URL": "http://router:8080/x", "K8S_SANDBOX_CONNECTION__SERVER_PORT": "9000"},
+			check: func(t *testing.T, c Config) {
+				if c.Connection.APIURL != "http://router:8080/x" || c.Connection.ServerPort != 9000 {
+					t.Errorf("got %+v", c.Connection)
+				}
+			}},
+		{name: "direct bad url", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "direct", "K8S_SANDBOX_CONNECTION__API_URL": "router:8080"}, wantErr: "K8S_SANDBOX_CONNECTION__API_URL must be"},
+		{name: "port range", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONNECTION__SERVER_PORT": "70000"}, wantErr: "K8S_SANDBOX_CONNECTION__SERVER_PORT must be an integer from 1 to 65535"},
+		{name: "in-cluster pod ip", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONNECTION__USE_POD_IP": "TRUE"},
+			check: func(t *testing.T, c Config) {
+				if !c.Connection.UsePodIP {
+					t.Error("USE_POD_IP not read")
+				}
+			}},
+		{name: "bad bool", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONNECTION__USE_POD_IP": "maybe"}, wantErr: "K8S_SANDBOX_CONNECTION__USE_POD_IP must be true or false"},
+		{name: "sandboxd needs mode", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "sandboxd-in-cluster"}, wantErr: "K8S_SANDBOX_CONNECTION__MODE is required"},
+		{name: "sandboxd bad mode", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "sandboxd-in-cluster", "K8S_SANDBOX_CONNECTION__MODE": "dns"}, wantErr: "K8S_SANDBOX_CONNECTION__MODE must be"},
+		{name: "sandboxd same ports", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "sandboxd-in-cluster", "K8S_SANDBOX_CONNECTION__MODE": "in-cluster-pod-ip", "K8S_SANDBOX_CONNECTION__GRPC_PORT": "8080"}, wantErr: "K8S_SANDBOX_CONNECTION__GRPC_PORT must differ"},
+		{name: "sandboxd defaults", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "sandboxd-in-cluster", "K8S_SANDBOX_CONNECTION__MODE": "in-cluster-service"},
+			check: func(t *testing.T, c Config) {
+				if c.Connection.RESTPort != 8080 || c.Connection.GRPCPort != 9090 || c.Connection.Mode != conn.ModeService {
+					t.Errorf("got %+v", c.Connection)
+				}
+			}},
+		{name: "bad dns server", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_DNS_SERVER": "10.0.0.1"}, wantErr: "K8S_SANDBOX_DNS_SERVER must be host:port"},
+		{name: "unknown variable reported", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONECTION__USE_POD_IP": "true", "K8S_SANDBOX_CONNECTION__API_URL": "x"},
+			check: func(t *testing.T, c Config) {
+				if len(c.Unknown) != 1 || c.Unknown[0] != "K8S_SANDBOX_CONECTION__USE_POD_IP" {
+					t.Errorf("unknown = %v", c.Unknown)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.vars)
+			if tt.wantErr != "" {
+				var ce *Error
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ce) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	dot := filepath.Join(dir, ".env")
+	explicit := filepath.Join(dir, "explicit.env")
+	must(t, os.WriteFile(dot, []byte("K8S_SANDBOX_CONNECTION__TYPE=direct\nK8S_SANDBOX_CONNECTION__API_URL=http://dot\nK8S_SANDBOX_PROBE_NAMESPACE=dotns\n"), 0o600))
+	must(t, os.WriteFile(explicit, []byte("K8S_SANDBOX_CONNECTION__API_URL=http://explicit\nK8S_SANDBOX_PROBE_NAMESPACE=explicitns\n"), 0o600))
+	c, err := Load(Source{DotEnv: dot, EnvFile: explicit, Environ: []string{"K8S_SANDBOX_PROBE_NAMESPACE=envns", "PATH=/bin"}})
+	must(t, err)
+	if c.Connection.APIURL != "http://explicit" || c.ProbeNamespace != "envns" {
+		t.Errorf("precedence wrong: %+v", c)
+	}
+	if _, err := Load(Source{EnvFile: filepath.Join(dir, "missing.env")}); err == nil {
+		t.Error("a missing --env-file must be an error")
+	}
+	if _, err := Load(Source{DotEnv: filepath.Join(dir, "missing.env"), Environ: []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}}); err != nil {
+		t.Errorf("a missing .env is fine: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,174 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
+)
+
+// Status values reported by get_sandbox_status.
+const (
+	StatusReady    = "SandboxReady"
+	StatusNotReady = "SandboxNotReady"
+	StatusNotFound = "SandboxNotFound"
+
+	sandboxMissingMessage = "Sandbox object not found in Kubernetes."
+	conditionReady        = "Ready"
+)
+
+// Get returns the owner's claim, with Sandbox details when the Sandbox exists.
+func (c *Client) Get(ctx context.Context, namespace, name, owner string) (Claim, error) {
+	obj, err := c.ownedClaim(ctx, namespace, name, owner)
+	if err != nil {
+		return Claim{}, err
+	}
+	claim := claimFromObject(obj)
+	claim.Ready = false // only the Sandbox's own condition counts here
+	if claim.SandboxName == "" {
+		return claim, nil
+	}
+	sb, err := c.getSandbox(ctx, namespace, claim.SandboxName)
+	if err != nil {
+		return Claim{}, err
+	}
+	if sb == nil {
+		claim.PodIPs = nil // the claim's mirror may be stale once the Sandbox is gone
+		return claim, nil
+	}
+	fillFromSandbox(&claim, sb)
+	return claim, nil
+}
+
+// List returns the owner's claims in namespace, sorted by name. Sandbox details come from the
+// claim status only, to keep this one API call.
+func (c *Client) List(ctx context.Context, namespace, owner string) ([]Claim, error) {
+	return c.list(ctx, namespace, owner)
+}
+
+// ListAllNamespaces returns the owner's claims cluster-wide, sorted by namespace and name.
+// It needs cluster-scoped list RBAC; the API error is returned as is (wrapped) otherwise.
+func (c *Client) ListAllNamespaces(ctx context.Context, owner string) ([]Claim, error) {
+	return c.list(ctx, metav1.NamespaceAll, owner)
+}
+
+func (c *Client) list(ctx context.Context, namespace, owner string) ([]Claim, error) {
+	if owner == "" {
+		return nil, fmt.Errorf("%w: empty owner", ErrInvalid)
+	}
+	sel, err := labels.ValidatedSelectorFromSet(labels.Set{c.ownerKey: owner})
+	if err != nil {
+		return nil, fmt.Errorf("%w: owner selector: %w", ErrInvalid, err)
+	}
+	list, err := c.ext.ExtensionsV1beta1().SandboxClaims(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		if namespace == metav1.NamespaceAll {
+			return nil, fmt.Errorf("listing sandbox claims in all namespaces: %w", err)
+		}
+		return nil, fmt.Errorf("listing sandbox claims in namespace %q: %w", namespace, err)
+	}
+	out := make([]Claim, 0, len(list.Items))
+	for i := range list.Items {
+		// The selector already filters; checking again guards against clients that ignore it.
+		if v, ok := list.Items[i].Labels[c.ownerKey]; ok && v == owner {
+			out = append(out, claimFromObject(&list.Items[i]))
+		}
+	}
+	slices.SortFunc(out, func(a, b Claim) int {
+		if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
+			return n
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, nil
+}
+
+// Delete removes the owner's claim; the controller's owner references cascade to the Sandbox.
+func (c *Client) Delete(ctx context.Context, namespace, name, owner string) error {
+	obj, err := c.ownedClaim(ctx, namespace, name, owner)
+	if err != nil {
+		return err
+	}
+	// The UID precondition keeps a same-named claim created since the GET from being deleted.
+	err = c.deleteClaim(ctx, namespace, name, &metav1.Preconditions{UID: &obj.UID})
+	if apierrors.IsConflict(err) {
+		return nil // ours is gone; a different claim now has the name
+	}
+	return err
+}
+
+// deleteClaim deletes in the background; a claim that is already gone counts as deleted.
+func (c *Client) deleteClaim(ctx context.Context, namespace, name string, pre *metav1.Preconditions) error {
+	policy := metav1.DeletePropagationBackground
+	err := c.ext.ExtensionsV1beta1().SandboxClaims(namespace).Delete(ctx, name, metav1.DeleteOptions{
+		PropagationPolicy: &policy,
+		Preconditions:     pre,
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting sandbox claim %q in namespace %q: %w", name, namespace, err)
+	}
+	return nil
+}
+
+// Status maps the Sandbox's Ready condition for get_sandbox_status.
+func (c *Client) Status(ctx context.Context, namespace, name, owner string) (Status, error) {
+	obj, err := c.ownedClaim(ctx, namespace, name, owner)
+	if err != nil {
+		return Status{}, err
+	}
+	sbName := obj.Status.SandboxStatus.Name
+	if sbName == "" {
+		return Status{Status: StatusNotFound, Message: sandboxMissingMessage}, nil
+	}
+	sb, err := c.getSandbox(ctx, namespace, sbName)
+	if err != nil {
+		return Status{}, err
+	}
+	return statusOf(sb), nil
+}
+
+// statusOf maps a Sandbox (nil: missing) to a Status.
+func statusOf(sb *sandboxv1beta1.Sandbox) Status {
+	if sb == nil {
+		return Status{Status: StatusNotFound, Message: sandboxMissingMessage}
+	}
+	cond := meta.FindStatusCondition(sb.Status.Conditions, conditionReady)
+	if cond == nil {
+		return Status{Status: StatusNotReady}
+	}
+	if cond.Status == metav1.ConditionTrue {
+		return Status{Status: StatusReady, Ready: true, Message: cond.Message}
+	}
+	return Status{Status: StatusNotReady, Message: cond.Message}
+}
+
+func claimFromObject(obj *extv1beta1.SandboxClaim) Claim {
+	return Claim{
+		Namespace:   obj.Namespace,
+		Name:        obj.Name,
+		WarmPool:    obj.Spec.WarmPoolRef.Name,
+		SandboxName: obj.Status.SandboxStatus.Name,
+		PodIPs:      slices.Clone(obj.Status.SandboxStatus.PodIPs),
+		Ready:       meta.IsStatusConditionTrue(obj.Status.Conditions, conditionReady),
+		Created:     obj.CreationTimestamp.Time,
+	}
+}
+
+// fillFromSandbox prefers the Sandbox's own view; the claim's podIPs mirror stays as fallback.
+func fillFromSandbox(claim *Claim, sb *sandboxv1beta1.Sandbox) {
+	if sb == nil {
+		return
+	}
+	if len(sb.Status.PodIPs) > 0 {
+		claim.PodIPs = slices.Clone(sb.Status.PodIPs)
+	}
+	claim.ServiceFQDN = sb.Status.ServiceFQDN
+	claim.Ready = meta.IsStatusConditionTrue(sb.Status.Conditions, conditionReady)
+}

@@ -1,0 +1,152 @@
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
+	sandboxclientset "sigs.k8s.io/agent-sandbox/clients/k8s/clientset/versioned"
+	extclientset "sigs.k8s.io/agent-sandbox/clients/k8s/extensions/clientset/versioned"
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
+)
+
+const (
+	// DefaultReadyTimeout applies when CreateRequest.ReadyTimeout is not positive (Python SDK default).
+	DefaultReadyTimeout = 180 * time.Second
+	// cleanupTimeout bounds the delete of a failed claim, which runs even after ctx is cancelled.
+	cleanupTimeout = 30 * time.Second
+
+	createdByLabel       = "agents.x-k8s.io/created-by"
+	createdByValue       = "k8s-sandbox-mcp"
+	firstRequestedAtAnno = "agents.x-k8s.io/client-first-requested-at"
+	claimNamePrefix      = "sandbox-claim-"
+
+	defaultQPS   = 50
+	defaultBurst = 100
+)
+
+// Client talks to the agent-sandbox CRDs and Gateways. It is safe for concurrent use.
+type Client struct {
+	ext      extclientset.Interface
+	core     sandboxclientset.Interface
+	dyn      dynamic.Interface
+	ownerKey string
+
+	// Replaceable in tests for deterministic names and timestamps.
+	now     func() time.Time
+	newName func() (string, error)
+}
+
+// New builds the clientsets from cfg. Unset QPS/Burst are raised above client-go's 5/10 because
+// each tool call costs a few requests and watches.
+func New(cfg *rest.Config, ownerLabelKey string) (*Client, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: nil rest config", ErrInvalid)
+	}
+	if !ValidLabelKey(ownerLabelKey) {
+		return nil, fmt.Errorf("%w: owner label key %q is not a valid label key", ErrInvalid, ownerLabelKey)
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS = defaultQPS
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = defaultBurst
+	}
+	ext, err := extclientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building sandbox claim client: %w", err)
+	}
+	core, err := sandboxclientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building sandbox client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building dynamic client: %w", err)
+	}
+	return NewFromClients(ext, core, dyn, ownerLabelKey), nil
+}
+
+// NewFromClients wires prebuilt (e.g. fake) clients. ownerLabelKey is not validated here.
+func NewFromClients(ext extclientset.Interface, core sandboxclientset.Interface, dyn dynamic.Interface, ownerLabelKey string) *Client {
+	return &Client{
+		ext:      ext,
+		core:     core,
+		dyn:      dyn,
+		ownerKey: ownerLabelKey,
+		now:      time.Now,
+		newName:  randomClaimName,
+	}
+}
+
+// Probe checks that the API server answers and that claims can be listed in namespace.
+func (c *Client) Probe(ctx context.Context, namespace string) error {
+	_, err := c.ext.ExtensionsV1beta1().SandboxClaims(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return fmt.Errorf("listing sandbox claims in namespace %q: %w", namespace, err)
+	}
+	return nil
+}
+
+// ValidLabelValue reports whether s is a valid Kubernetes label value (empty is valid).
+func ValidLabelValue(s string) bool { return len(validation.IsValidLabelValue(s)) == 0 }
+
+// ValidLabelKey reports whether s is a valid Kubernetes label key (optional DNS prefix + name).
+func ValidLabelKey(s string) bool { return len(validation.IsQualifiedName(s)) == 0 }
+
+// notFoundError has one message for "missing" and "owned by someone else" so that the
+// existence of other sessions' claims never leaks.
+type notFoundError struct{ namespace, name string }
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("sandbox claim %q not found in namespace %q", e.name, e.namespace)
+}
+
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
+
+// ownedClaim GETs a claim and returns ErrNotFound unless it carries the owner's label.
+func (c *Client) ownedClaim(ctx context.Context, namespace, name, owner string) (*extv1beta1.SandboxClaim, error) {
+	if owner == "" || name == "" {
+		return nil, &notFoundError{namespace: namespace, name: name}
+	}
+	claim, err := c.ext.ExtensionsV1beta1().SandboxClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, &notFoundError{namespace: namespace, name: name}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting sandbox claim %q in namespace %q: %w", name, namespace, err)
+	}
+	if v, ok := claim.Labels[c.ownerKey]; !ok || v != owner {
+		return nil, &notFoundError{namespace: namespace, name: name}
+	}
+	return claim, nil
+}
+
+// getSandbox returns (nil, nil) when the Sandbox does not exist.
+func (c *Client) getSandbox(ctx context.Context, namespace, name string) (*sandboxv1beta1.Sandbox, error) {
+	sb, err := c.core.AgentsV1beta1().Sandboxes(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting sandbox %q in namespace %q: %w", name, namespace, err)
+	}
+	return sb, nil
+}
+
+func randomClaimName() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generating claim name: %w", err)
+	}
+	return claimNamePrefix + hex.EncodeToString(b[:]), nil
+}

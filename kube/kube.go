@@ -1,0 +1,71 @@
+// Package kube owns the SandboxClaim lifecycle on the Kubernetes API: create a claim from a
+// warm pool and wait (by watch) until it is Ready and bound to a Sandbox, look up, list and
+// delete claims by owner, read Sandbox status, find a Gateway's address, and probe the API.
+// It knows nothing of MCP or of how sandboxes are reached.
+package kube
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors callers translate into advice for the model.
+var (
+	ErrNotFound    = errors.New("not found")            // claim missing or owned by someone else
+	ErrClaimFailed = errors.New("sandbox claim failed") // terminal claim condition (InvalidMetadata, WarmPoolNotFound, ...)
+	ErrTimeout     = errors.New("timed out waiting for sandbox")
+	ErrNotReady    = errors.New("sandbox not ready")
+	ErrInvalid     = errors.New("invalid request") // rejected before any API call
+)
+
+// ClaimFailure is the terminal condition that made a claim fail; it matches ErrClaimFailed.
+type ClaimFailure struct {
+	Claim   string
+	Reason  string // controller reason, e.g. WarmPoolNotFound, or "Deleted"
+	Message string // controller message, may be empty
+}
+
+func (f *ClaimFailure) Error() string {
+	msg := ErrClaimFailed.Error() + ": " + f.Reason
+	if f.Message != "" {
+		msg += ": " + f.Message
+	}
+	return msg
+}
+
+// Unwrap lets errors.Is(err, ErrClaimFailed) hold.
+func (f *ClaimFailure) Unwrap() error { return ErrClaimFailed }
+
+// CreateRequest describes a claim to create.
+type CreateRequest struct {
+	Namespace string
+	WarmPool  string
+	// Labels go on the claim; the owner label is added by Create and cannot be overridden.
+	Labels         map[string]string
+	Owner          string
+	ShutdownAfter  *time.Duration // nil: no lifecycle; else shutdownTime = now+d, policy Delete
+	PodLabels      map[string]string
+	PodAnnotations map[string]string
+	ReadyTimeout   time.Duration // <= 0: DefaultReadyTimeout
+	// Progress, when set, is called with short human messages while waiting.
+	Progress func(message string)
+}
+
+// Claim is what callers need of a SandboxClaim and its Sandbox.
+type Claim struct {
+	Namespace   string
+	Name        string
+	WarmPool    string
+	SandboxName string   // status.sandbox.name
+	PodIPs      []string // from the Sandbox status (claim status as fallback)
+	ServiceFQDN string   // Sandbox status.serviceFQDN
+	Ready       bool     // Create/Get: Sandbox Ready condition; List: claim Ready condition
+	Created     time.Time
+}
+
+// Status is the readiness of a claim's Sandbox, as get_sandbox_status reports it.
+type Status struct {
+	Status  string // SandboxReady | SandboxNotReady | SandboxNotFound
+	Ready   bool
+	Message string
+}
