@@ -1,0 +1,81 @@
+// Package conn reaches the daemons inside a sandbox. Four strategies (gateway, direct,
+// in-cluster, sandboxd-in-cluster) sit behind one Conn interface and pass one conformance
+// suite (conn/conntest). conn knows nothing of MCP or of the Kubernetes client: whatever it
+// needs from the cluster (a Gateway address) is handed in through small interfaces.
+package conn
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Target is where a sandbox lives, as read from its Sandbox object.
+type Target struct {
+	Namespace   string
+	SandboxName string   // Sandbox name (status.sandbox.name of the claim), not the claim name
+	PodIPs      []string // Sandbox status.podIPs
+	ServiceFQDN string   // Sandbox status.serviceFQDN (empty without a Service)
+}
+
+// ExecRequest is one command. Exactly one of Command (shell semantics: /bin/sh -c) or
+// Argv (run directly, no shell) is set.
+type ExecRequest struct {
+	Command string
+	Argv    []string
+	Timeout time.Duration
+	// Stdout and Stderr receive output as it arrives (or all at once on runtimes that
+	// cannot stream). They must not be nil.
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	ExitCode int
+}
+
+// Entry is one directory entry. Type is "file" or "directory"; ModTime is POSIX seconds.
+type Entry struct {
+	Name    string  `json:"name"`
+	Size    int64   `json:"size"`
+	Type    string  `json:"type"`
+	ModTime float64 `json:"mod_time"`
+}
+
+// Listing is a directory listing capped at the caller's maximum; Total counts every entry.
+type Listing struct {
+	Entries []Entry
+	Total   int
+}
+
+// Conn talks to the runtime inside a sandbox. Implementations are safe for concurrent use.
+type Conn interface {
+	// Exec runs a command once (never retried). When Timeout passes or ctx is cancelled,
+	// the command's whole process group inside the sandbox is killed and ErrTimeout or
+	// ctx.Err() is returned (wrapped); output seen so far has been written to the writers.
+	Exec(ctx context.Context, t Target, req ExecRequest) (ExecResult, error)
+	// Upload writes data to path, creating parent directories.
+	Upload(ctx context.Context, t Target, path string, data []byte) error
+	// Download reads a file; more than maxBytes is ErrTooLarge.
+	Download(ctx context.Context, t Target, path string, maxBytes int64) ([]byte, error)
+	// List reads a directory, keeping at most maxEntries entries in memory.
+	List(ctx context.Context, t Target, path string, maxEntries int) (Listing, error)
+	// Exists reports whether a file or directory exists; a missing path is (false, nil).
+	Exists(ctx context.Context, t Target, path string) (bool, error)
+	// Close releases cached connections.
+	Close() error
+}
+
+// Errors callers translate into advice for the model.
+var (
+	ErrTimeout     = errors.New("command timed out")
+	ErrNotFound    = errors.New("path not found")
+	ErrNotDir      = errors.New("path is not a directory")
+	ErrIsDir       = errors.New("path is a directory")
+	ErrDenied      = errors.New("access denied")
+	ErrTooLarge    = errors.New("file too large")
+	ErrUnreachable = errors.New("sandbox unreachable")
+	ErrNoAddress   = errors.New("sandbox has no address")
+)

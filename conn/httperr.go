@@ -1,0 +1,164 @@
+package conn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// Response-size bounds: a misbehaving or hostile runtime must not make the server buffer
+// without limit.
+const (
+	maxErrorBody   = 64 << 10
+	maxSmallJSON   = 1 << 20
+	maxListingBody = 256 << 20
+	maxExecBody    = 64 << 20
+	// defaultMaxDownload applies when neither the call nor Config sets a bound.
+	defaultMaxDownload = 32 << 20
+)
+
+var errBodyTooLarge = errors.New("response body exceeds its size limit")
+
+// statusError turns a non-2xx response into an error wrapping the conn sentinel that the
+// status means, keeping the server's own message (runtime {"message"}, router {"detail"},
+// sandboxd {"code","message"}) so the caller can show it.
+func statusError(op string, resp *http.Response) error {
+	msg := errorMessage(resp)
+	code := resp.StatusCode
+	var sentinel error
+	switch {
+	case code == http.StatusNotFound:
+		sentinel = ErrNotFound
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		sentinel = ErrDenied
+	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
+		sentinel = ErrUnreachable
+	case code >= 300 && code < 400:
+		return fmt.Errorf("%s: unexpected redirect (HTTP %d to %q); redirects are not followed", op, code, resp.Header.Get("Location"))
+	}
+	if sentinel != nil {
+		return fmt.Errorf("%s: %w (HTTP %d: %s)", op, sentinel, code, msg)
+	}
+	return fmt.Errorf("%s: HTTP %d: %s", op, code, msg)
+}
+
+// errorMessage extracts the human-readable part of an error body.
+func errorMessage(resp *http.Response) string {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var body struct {
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+		Code    string          `json:"code"`
+	}
+	if json.Unmarshal(raw, &body) == nil {
+		var detail string
+		if len(body.Detail) > 0 && json.Unmarshal(body.Detail, &detail) != nil {
+			detail = string(body.Detail) // FastAPI validation errors: a list
+		}
+		switch {
+		case body.Message != "" && body.Code != "":
+			return body.Code + ": " + body.Message
+		case body.Message != "":
+			return body.Message
+		case detail != "":
+			return detail
+		}
+	}
+	s := strings.TrimSpace(string(raw))
+	if s == "" {
+		return http.StatusText(resp.StatusCode)
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) > 512 {
+		s = s[:512] + "..."
+	}
+	return s
+}
+
+// transportError classifies a failed round trip: the caller's own cancellation or
+// deadline is returned as such, anything else means the sandbox could not be reached.
+func transportError(ctx context.Context, op string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%s: %w", op, ctxErr)
+	}
+	return fmt.Errorf("%s: %w: %w", op, ErrUnreachable, err)
+}
+
+// capReader fails with errBodyTooLarge once more than n bytes are read.
+type capReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		var probe [1]byte
+		n, err := c.r.Read(probe[:])
+		if n > 0 {
+			return 0, errBodyTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.n {
+		p = p[:c.n]
+	}
+	n, err := c.r.Read(p)
+	c.n -= int64(n)
+	return n, err
+}
+
+// readCapped reads a whole body of at most max bytes.
+func readCapped(r io.Reader, max int64) ([]byte, error) {
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(&capReader{r: r, n: max})
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeJSON decodes a bounded JSON body into v.
+func decodeJSON(op string, r io.Reader, max int64, v any) error {
+	if err := json.NewDecoder(&capReader{r: r, n: max}).Decode(v); err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			return fmt.Errorf("%s: %w: response larger than %d bytes", op, ErrTooLarge, max)
+		}
+		return fmt.Errorf("%s: decoding response: %w", op, err)
+	}
+	return nil
+}
+
+// downloadLimit is the effective Download bound: the call's, capped by the configured one.
+func downloadLimit(call, configured int64) int64 {
+	limit := configured
+	if limit <= 0 {
+		limit = defaultMaxDownload
+	}
+	if call > 0 && call < limit {
+		limit = call
+	}
+	return limit
+}
+
+// readDownload reads a file body, refusing more than limit bytes with ErrTooLarge.
+func readDownload(op string, resp *http.Response, limit int64) ([]byte, error) {
+	if resp.ContentLength > limit {
+		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d", op, ErrTooLarge, resp.ContentLength, limit)
+	}
+	data, err := readCapped(resp.Body, limit)
+	if errors.Is(err, errBodyTooLarge) {
+		return nil, fmt.Errorf("%s: %w: more than %d bytes", op, ErrTooLarge, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading body: %w", op, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,171 @@
+package conn
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The python runtime has no shell (/execute shlex-splits the command and runs it without
+// one), ignores the request's timeout, and starts every command in a new session, so the
+// command's pid is also its process-group id. groupScript runs the real command under a
+// small sh that first writes its own pid ($$) to the file named by $1; on timeout or
+// cancellation killScript reads that file in a second /execute and kills the whole group.
+// After a normal end the script removes the file itself, saving a round trip. ($0 stays
+// "sh" so the shell's own messages, e.g. "not found", read naturally.)
+const (
+	groupScript = `f=$1; shift; { echo $$ > "$f"; } 2>/dev/null; "$@"; r=$?; rm -f "$f"; exit $r`
+	// killScript waits briefly for the pid file (the command may have only just
+	// started), then SIGKILLs the group. dash's kill needs "-s KILL": "-KILL --" fails.
+	killScript = `i=0; while [ ! -s "$0" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; ` +
+		`p=$(cat "$0" 2>/dev/null); rm -f "$0"; [ -n "$p" ] && kill -s KILL -- "-$p"; exit 0`
+	pidFilePrefix = "/tmp/.k8s-sandbox-mcp-"
+	// routerSlack keeps the router's own timeout (X-Sandbox-Timeout) behind ours, so the
+	// caller sees ErrTimeout rather than a router 504.
+	routerSlack = 5 * time.Second
+	killTimeout = 5 * time.Second
+)
+
+type execResponse struct {
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	ExitCode *int   `json:"exit_code"`
+}
+
+func (p *pyConn) Exec(ctx context.Context, t Target, req ExecRequest) (ExecResult, error) {
+	argv, err := execArgv(req)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return ExecResult{}, fmt.Errorf("exec: %w", err)
+	}
+	pidFile, err := newPidFile()
+	if err != nil {
+		return ExecResult{}, err
+	}
+	runCtx, cancel := withExecTimeout(ctx, req.Timeout)
+	defer cancel()
+	var hint time.Duration
+	if req.Timeout > 0 {
+		hint = req.Timeout + routerSlack
+	}
+	command := shJoin(append([]string{"/bin/sh", "-c", groupScript, "sh", pidFile}, argv...))
+	out, mayRun, err := p.post(runCtx, t, command, hint)
+	if err != nil {
+		if mayRun {
+			p.killGroup(ctx, t, pidFile)
+		}
+		return ExecResult{}, execError(ctx, runCtx, req.Timeout, err)
+	}
+	if isRuntimeTimeout(out) {
+		return ExecResult{}, fmt.Errorf("exec: %w: the runtime's own limit (SANDBOX_EXEC_TIMEOUT_SECONDS, 300 s by default) "+
+			"ended the command before the requested %s", ErrTimeout, req.Timeout)
+	}
+	if _, err := req.Stdout.Write([]byte(out.Stdout)); err != nil {
+		return ExecResult{}, fmt.Errorf("exec: writing stdout: %w", err)
+	}
+	if _, err := req.Stderr.Write([]byte(out.Stderr)); err != nil {
+		return ExecResult{}, fmt.Errorf("exec: writing stderr: %w", err)
+	}
+	code := -1 // what the upstream SDK assumes when the field is missing
+	if out.ExitCode != nil {
+		code = *out.ExitCode
+	}
+	return ExecResult{ExitCode: code}, nil
+}
+
+// post sends one /execute, never retried: commands are not idempotent. mayRun reports
+// whether, after an error, the command could still be running in the sandbox.
+func (p *pyConn) post(ctx context.Context, t Target, command string, hint time.Duration) (execResponse, bool, error) {
+	body, err := json.Marshal(map[string]string{"command": command})
+	if err != nil {
+		return execResponse{}, false, fmt.Errorf("exec: encoding request: %w", err)
+	}
+	resp, err := p.do(ctx, t, request{op: "exec", method: http.MethodPost, path: "/execute",
+		body: body, contentType: "application/json", timeoutHint: hint})
+	if err != nil {
+		var pre *preSendError
+		return execResponse{}, !errors.As(err, &pre), err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// A 5xx comes from a router or proxy whose upstream call failed or timed out: the
+		// command may have started. A 4xx was refused before reaching the runtime.
+		return execResponse{}, resp.StatusCode >= 500, statusError("exec", resp)
+	}
+	var out execResponse
+	if err := decodeJSON("exec", resp.Body, maxExecBody, &out); err != nil {
+		return execResponse{}, false, err
+	}
+	return out, false, nil
+}
+
+// killGroup kills the process group recorded in pidFile, best effort, on a fresh context:
+// the caller's may already be cancelled.
+func (p *pyConn) killGroup(ctx context.Context, t Target, pidFile string) {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+	defer cancel()
+	_, _, _ = p.post(kctx, t, shJoin([]string{"/bin/sh", "-c", killScript, pidFile}), killTimeout)
+}
+
+// isRuntimeTimeout recognises the 200 response the runtime sends when its own timeout
+// (not ours) killed the command; its stderr would only show our wrapper's argv.
+func isRuntimeTimeout(out execResponse) bool {
+	return out.ExitCode != nil && *out.ExitCode == 1 && out.Stdout == "" &&
+		strings.HasPrefix(out.Stderr, "Failed to execute command: Command '") && strings.Contains(out.Stderr, "' timed out after ")
+}
+
+func newPidFile() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("exec: generating a command id: %w", err)
+	}
+	return pidFilePrefix + hex.EncodeToString(b[:]) + ".pid", nil
+}
+
+// execArgv validates a request and returns the argv to run: shell commands go through
+// /bin/sh -c, Argv runs as given.
+func execArgv(req ExecRequest) ([]string, error) {
+	if req.Stdout == nil || req.Stderr == nil {
+		return nil, errors.New("exec: Stdout and Stderr writers are required")
+	}
+	switch {
+	case req.Command != "" && len(req.Argv) > 0:
+		return nil, errors.New("exec: set either Command or Argv, not both")
+	case len(req.Argv) > 0:
+		if req.Argv[0] == "" {
+			return nil, errors.New("exec: Argv[0] (the program) is empty")
+		}
+		return req.Argv, nil
+	case req.Command != "":
+		return []string{"/bin/sh", "-c", req.Command}, nil
+	}
+	return nil, errors.New("exec: command is empty")
+}
+
+// withExecTimeout derives the context a command runs under; its cause is ErrTimeout when
+// the command's own timeout, not the caller, ended it.
+func withExecTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout > 0 {
+		return context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// execError reports why a command ended early: the caller's ctx error, ErrTimeout, or err.
+func execError(ctx, runCtx context.Context, timeout time.Duration, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("exec: %w", ctx.Err())
+	}
+	if errors.Is(context.Cause(runCtx), ErrTimeout) {
+		return fmt.Errorf("exec: %w after %s (process group killed)", ErrTimeout, timeout)
+	}
+	return err
+}

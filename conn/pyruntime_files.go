@@ -1,0 +1,144 @@
+package conn
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"path"
+	"strings"
+)
+
+// runtimePath encodes a path for /download, /list and /exists. The runtime's handler
+// URL-decodes the (already decoded) path parameter once more, so the path is encoded
+// twice; otherwise a name such as "100%41" would be read as "100A".
+func runtimePath(p string) string {
+	return escapePath(escapePath(p))
+}
+
+func (p *pyConn) Upload(ctx context.Context, t Target, dest string, data []byte) error {
+	op := fmt.Sprintf("upload %q", dest)
+	rel, err := uploadPath(dest)
+	if err != nil {
+		return err
+	}
+	if strings.ContainsAny(rel, "\"\\") {
+		// The name travels as a multipart filename, where these would need escaping
+		// that the runtime's form parser does not reliably undo.
+		return fmt.Errorf("%s: the python runtime cannot store names containing '\"' or '\\'", op)
+	}
+	ctx, cancel := withCallTimeout(ctx)
+	defer cancel()
+	// The v0.5.6 runtime opens the file without creating its parent directories.
+	if dir := path.Dir(rel); dir != "." {
+		if err := p.mkdirAll(ctx, t, dir); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, rel))
+	h.Set("Content-Type", "application/octet-stream")
+	part, err := mw.CreatePart(h)
+	if err == nil {
+		_, err = part.Write(data)
+	}
+	if err == nil {
+		err = mw.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: building form: %w", op, err)
+	}
+	resp, err := p.do(ctx, t, request{op: op, method: http.MethodPost, path: "/upload",
+		body: body.Bytes(), contentType: mw.FormDataContentType()})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return statusError(op, resp)
+	}
+	return nil
+}
+
+// mkdirAll creates dir (relative to the runtime's base directory) through /execute.
+func (p *pyConn) mkdirAll(ctx context.Context, t Target, dir string) error {
+	out, _, err := p.post(ctx, t, shJoin([]string{"mkdir", "-p", "--", dir}), 0)
+	if err != nil {
+		return fmt.Errorf("creating parent directory %q: %w", dir, err)
+	}
+	if out.ExitCode == nil || *out.ExitCode != 0 {
+		return fmt.Errorf("creating parent directory %q failed: %s", dir, strings.TrimSpace(out.Stderr))
+	}
+	return nil
+}
+
+func (p *pyConn) Download(ctx context.Context, t Target, file string, maxBytes int64) ([]byte, error) {
+	op := fmt.Sprintf("download %q", file)
+	ctx, cancel := withCallTimeout(ctx)
+	defer cancel()
+	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/download/" + runtimePath(file)})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		// The runtime answers "File not found" for directories too.
+		notFound := statusError(op, resp)
+		if ok, err := p.Exists(ctx, t, file); err == nil && ok {
+			return nil, fmt.Errorf("%s: %w", op, ErrIsDir)
+		}
+		return nil, notFound
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, statusError(op, resp)
+	}
+	return readDownload(op, resp, downloadLimit(maxBytes, p.maxDownload))
+}
+
+func (p *pyConn) List(ctx context.Context, t Target, dir string, maxEntries int) (Listing, error) {
+	op := fmt.Sprintf("list %q", dir)
+	ctx, cancel := withCallTimeout(ctx)
+	defer cancel()
+	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/list/" + runtimePath(dir)})
+	if err != nil {
+		return Listing{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		// "Path is not a directory" covers missing paths and files alike.
+		msg := errorMessage(resp)
+		if ok, err := p.Exists(ctx, t, dir); err == nil && ok {
+			return Listing{}, fmt.Errorf("%s: %w (HTTP 404: %s)", op, ErrNotDir, msg)
+		}
+		return Listing{}, fmt.Errorf("%s: %w (HTTP 404: %s)", op, ErrNotFound, msg)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Listing{}, statusError(op, resp)
+	}
+	return decodeRuntimeListing(op, resp.Body, maxEntries)
+}
+
+func (p *pyConn) Exists(ctx context.Context, t Target, file string) (bool, error) {
+	op := fmt.Sprintf("exists %q", file)
+	ctx, cancel := withCallTimeout(ctx)
+	defer cancel()
+	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/exists/" + runtimePath(file)})
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, statusError(op, resp)
+	}
+	var out struct {
+		Exists bool `json:"exists"`
+	}
+	if err := decodeJSON(op, resp.Body, maxSmallJSON, &out); err != nil {
+		return false, err
+	}
+	return out.Exists, nil
+}

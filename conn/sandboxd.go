@@ -1,0 +1,152 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	processv1 "sigs.k8s.io/agent-sandbox/packages/sandboxd/spec/process/v1"
+)
+
+const (
+	// maxRecvMsg bounds one gRPC message. Start streams output in small chunks, but the
+	// default 4 MiB would still be hit by a daemon built with a larger chunk size.
+	maxRecvMsg = 64 << 20
+	// idleConnTTL is how long an unused cached ClientConn survives once the cache is big.
+	idleConnTTL      = 15 * time.Minute
+	connCacheSoftMax = 64
+)
+
+// sandboxdConn reaches sandboxd in the pod: commands over gRPC ProcessService, files over
+// its REST API. No router, no port-forward.
+type sandboxdConn struct {
+	mode        string
+	restPort    int
+	grpcPort    int
+	maxDownload int64
+	dialer      *net.Dialer
+	client      *http.Client
+
+	mu     sync.Mutex
+	conns  map[string]*cachedConn
+	closed bool
+}
+
+// cachedConn is one ClientConn per target address, shared by concurrent calls.
+type cachedConn struct {
+	cc       *grpc.ClientConn
+	refs     int
+	lastUsed time.Time
+	dropped  bool // removed from the cache: close when the last user releases it
+}
+
+func newSandboxdConn(cfg Config, dialer *net.Dialer) *sandboxdConn {
+	return &sandboxdConn{mode: cfg.Mode, restPort: cfg.RESTPort, grpcPort: cfg.GRPCPort,
+		maxDownload: cfg.MaxDownloadBytes, dialer: dialer, client: newHTTPClient(dialer),
+		conns: map[string]*cachedConn{}}
+}
+
+// host is the sandbox address for the configured mode; the modes never fall back to
+// each other, so an empty status field is reported with what to fix.
+func (s *sandboxdConn) host(t Target) (string, error) {
+	if s.mode == ModePodIP {
+		return podIPHost(t)
+	}
+	if t.ServiceFQDN == "" {
+		return "", fmt.Errorf("%w: Sandbox %s/%s has an empty status.serviceFQDN; with K8S_SANDBOX_CONNECTION__MODE=%s "+
+			"the sandbox template needs spec.service: true (or use MODE=%s)", ErrNoAddress, t.Namespace, t.SandboxName, ModeService, ModePodIP)
+	}
+	return t.ServiceFQDN, nil
+}
+
+// grpcClient returns the cached ClientConn for target; release must be called when done.
+func (s *sandboxdConn) grpcClient(target string) (processv1.ProcessServiceClient, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, errors.New("exec: connection is closed")
+	}
+	c := s.conns[target]
+	if c == nil {
+		// passthrough: the address goes to our dialer as is, so DNSServer applies to it.
+		cc, err := grpc.NewClient("passthrough:///"+target,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				return s.dialer.DialContext(ctx, "tcp", addr)
+			}),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg)))
+		if err != nil {
+			return nil, nil, fmt.Errorf("exec: gRPC client for %s: %w", target, err)
+		}
+		s.evictIdleLocked()
+		c = &cachedConn{cc: cc}
+		s.conns[target] = c
+	}
+	c.refs++
+	c.lastUsed = time.Now()
+	release := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		c.refs--
+		c.lastUsed = time.Now()
+		if c.dropped && c.refs == 0 {
+			_ = c.cc.Close()
+		}
+	}
+	return processv1.NewProcessServiceClient(c.cc), release, nil
+}
+
+// evictIdleLocked closes long-unused connections once the cache grows: every sandbox has
+// its own address, and a long-running server sees many.
+func (s *sandboxdConn) evictIdleLocked() {
+	if len(s.conns) < connCacheSoftMax {
+		return
+	}
+	for target, c := range s.conns {
+		if c.refs == 0 && time.Since(c.lastUsed) > idleConnTTL {
+			_ = c.cc.Close()
+			delete(s.conns, target)
+		}
+	}
+}
+
+// dropConn forgets a connection that failed to reach its target, so the next call dials
+// afresh instead of waiting out gRPC's reconnect backoff.
+func (s *sandboxdConn) dropConn(target string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.conns[target]
+	if c == nil {
+		return
+	}
+	delete(s.conns, target)
+	c.dropped = true
+	if c.refs == 0 {
+		_ = c.cc.Close()
+	}
+}
+
+func (s *sandboxdConn) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for target, c := range s.conns {
+		if err := c.cc.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing gRPC connection to %s: %w", target, err))
+		}
+		delete(s.conns, target)
+	}
+	s.client.CloseIdleConnections()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const dummyKubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: secret-token-value}}]
+contexts: [{name: x, context: {cluster: c, user: u, namespace: team-a}}]
+current-context: x
+`
+
+func TestRunSettingsErrors(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(dummyKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     []string
+		code    int
+		wantErr string
+	}{
+		{"no connection type", []string{"--kubeconfig", kc}, nil, 2, "K8S_SANDBOX_CONNECTION__TYPE is required"},
+		{"bad port", []string{"--kubeconfig", kc}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster", "K8S_SANDBOX_CONNECTION__SERVER_PORT=0"}, 2, "K8S_SANDBOX_CONNECTION__SERVER_PORT"},
+		{"bad label key", []string{"--kubeconfig", kc}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster", "K8S_SANDBOX_SESSION_ID_LABEL_KEY=not a key"}, 2, "K8S_SANDBOX_SESSION_ID_LABEL_KEY"},
+		{"missing env file", []string{"--kubeconfig", kc, "--env-file", "/nonexistent/.env"}, nil, 2, "/nonexistent/.env"},
+		{"unknown flag", []string{"--bogus"}, nil, 2, "bogus"},
+		{"bad log level", []string{"--kubeconfig", kc, "--log-level", "loud"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}, 2, "log level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, tt.env, strings.NewReader(""), &stdout, &stderr)
+			if code != tt.code || !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("code %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.wantErr)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout must stay empty, got %q", stdout.String())
+			}
+		})
+	}
+}
+
+// TestStdioStdoutIsProtocolOnly drives run() over pipes: every stdout line must be a JSON-RPC
+// message, and logs (which do appear) go to stderr without secrets.
+func TestStdioStdoutIsProtocolOnly(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(dummyKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", kc, "--log-level", "debug"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}, inR, outW, &stderr)
+		outW.Close()
+	}()
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	next := func() map[string]any {
+		if !lines.Scan() {
+			t.Fatalf("stdout closed: %v; stderr: %s", lines.Err(), stderr.String())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil || m["jsonrpc"] != "2.0" {
+			t.Fatalf("stdout line is not JSON-RPC: %q", lines.Text())
+		}
+		return m
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	if r := next(); r["id"] != float64(1) {
+		t.Fatalf("initialize answer %v", r)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	r := next()
+	tools := r["result"].(map[string]any)["tools"].([]any)
+	if len(tools) < 8 {
+		t.Errorf("tools/list returned %d tools", len(tools))
+	}
+	// A call that reaches the (unreachable) API must come back as an isError result.
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_sandbox_status","arguments":{"sandbox_claim_name":"x"}}}`)
+	r = next()
+	if res := r["result"].(map[string]any); res["isError"] != true {
+		t.Errorf("call against a dead API server: %v", r)
+	}
+	inW.Close()
+	if code := <-done; code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	for lines.Scan() {
+		var m map[string]any
+		if json.Unmarshal(lines.Bytes(), &m) != nil {
+			t.Errorf("non-JSON on stdout: %q", lines.Text())
+		}
+	}
+	if !strings.Contains(stderr.String(), `"tool":"get_sandbox_status"`) || !strings.Contains(stderr.String(), `"namespace":"team-a"`) {
+		t.Errorf("stderr lacks the tool-call log line with the kubeconfig namespace: %s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "secret-token-value") {
+		t.Error("a credential leaked into the logs")
+	}
+}

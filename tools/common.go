@@ -1,0 +1,94 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+)
+
+// claimArgs are the arguments every claim-targeted tool takes.
+type claimArgs struct {
+	SandboxClaimName string `json:"sandbox_claim_name"`
+	Namespace        string `json:"namespace"`
+}
+
+// bind decodes arguments strictly enough to tell the model which one is wrong.
+func bind(req mcp.CallToolRequest, v any) error {
+	raw, err := json.Marshal(req.GetArguments())
+	if err != nil {
+		return badInput("arguments are not a JSON object: %v", err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if ok := asTypeError(err, &te); ok {
+			return badInput("argument %q must be of type %s, got %s", te.Field, te.Type.Kind(), te.Value)
+		}
+		return badInput("invalid arguments: %v", err)
+	}
+	return nil
+}
+
+func asTypeError(err error, te **json.UnmarshalTypeError) bool {
+	t, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*te = t
+	}
+	return ok
+}
+
+func (d Deps) namespace(ns string) (string, error) {
+	if ns == "" {
+		ns = d.DefaultNamespace
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	if !kube.ValidLabelValue(ns) || strings.ContainsAny(ns, "_.") || len(ns) > 63 {
+		return "", badInput("namespace %q is not a valid Kubernetes namespace name (lowercase letters, digits and '-', at most 63 characters)", ns)
+	}
+	return ns, nil
+}
+
+// timeout validates an optional timeout argument in seconds.
+func timeout(name string, v *int, def int) (time.Duration, error) {
+	n := def
+	if v != nil {
+		n = *v
+	}
+	if n < minTimeout || n > maxTimeout {
+		return 0, badInput("%s must be between %d and %d seconds, got %d", name, minTimeout, maxTimeout, n)
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// caller validates the claim arguments and names the owner.
+func (d Deps) caller(ctx context.Context, a claimArgs) (claimRef, string, error) {
+	ref := claimRef{Namespace: a.Namespace, Name: a.SandboxClaimName}
+	ns, err := d.namespace(a.Namespace)
+	if err != nil {
+		return ref, "", err
+	}
+	ref.Namespace = ns
+	if a.SandboxClaimName == "" {
+		return ref, "", badInput("sandbox_claim_name is required: pass the name create_sandbox returned")
+	}
+	owner, err := d.Owner(ctx)
+	return ref, owner, err
+}
+
+// resolve checks ownership and returns the caller's claim. Every claim-targeted tool starts here.
+func (d Deps) resolve(ctx context.Context, a claimArgs) (kube.Claim, claimRef, error) {
+	ref, owner, err := d.caller(ctx, a)
+	if err != nil {
+		return kube.Claim{}, ref, err
+	}
+	c, err := d.Claims.Get(ctx, ref.Namespace, ref.Name, owner)
+	return c, ref, err
+}
+
+func structured(v any) *mcp.CallToolResult { return mcp.NewToolResultStructuredOnly(v) }

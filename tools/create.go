@@ -1,0 +1,131 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+)
+
+type createArgs struct {
+	Warmpool             string            `json:"warmpool"`
+	Namespace            string            `json:"namespace"`
+	SandboxReadyTimeout  *int              `json:"sandbox_ready_timeout"`
+	Labels               map[string]string `json:"labels"`
+	ShutdownAfterSeconds json.RawMessage   `json:"shutdown_after_seconds"`
+	PodLabels            map[string]string `json:"pod_labels"`
+	PodAnnotations       map[string]string `json:"pod_annotations"`
+}
+
+// CreateResult is create_sandbox's answer.
+type CreateResult struct {
+	SandboxClaimName string `json:"sandbox_claim_name" jsonschema:"name to pass as sandbox_claim_name to the other tools"`
+	Namespace        string `json:"namespace"`
+	SandboxName      string `json:"sandbox_name" jsonschema:"the Sandbox bound to the claim (differs from the claim name with warm pools)"`
+	ShutdownTime     string `json:"shutdown_time,omitempty" jsonschema:"RFC 3339 time at which the sandbox is deleted automatically"`
+}
+
+const defaultShutdownAfter = 300
+
+func createTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("create_sandbox",
+		mcp.WithToolTitle("Create a sandbox"),
+		mcp.WithDescription("Creates a new isolated sandbox from a warm pool and waits until it is ready. "+
+			"Returns sandbox_claim_name, which every other tool takes. The sandbox is deleted automatically "+
+			"after shutdown_after_seconds (default 300); call delete_sandbox when you are done."),
+		inputSchema(objectSchema([]string{"warmpool"}, map[string]prop{
+			"warmpool":  {"type": "string", "minLength": 1, "maxLength": 253, "description": "Name of the SandboxWarmPool to claim a sandbox from."},
+			"namespace": namespaceProp(),
+			"sandbox_ready_timeout": {"type": "integer", "minimum": minTimeout, "maximum": maxTimeout, "default": 180,
+				"description": "Seconds to wait for the sandbox to become ready (1-600, default 180)."},
+			"labels": stringMapProp("Labels for the SandboxClaim (valid Kubernetes label keys and values)."),
+			"shutdown_after_seconds": {"type": []string{"integer", "null"}, "minimum": 1, "default": defaultShutdownAfter,
+				"description": "Delete the sandbox automatically after this many seconds (default 300). null disables the timeout."},
+			"pod_labels":      stringMapProp("Extra labels for the sandbox Pod; keys need an allowed domain prefix (by default sandbox.users.io/)."),
+			"pod_annotations": stringMapProp("Extra annotations for the sandbox Pod."),
+		})),
+		mcp.WithOutputSchema[CreateResult](),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a createArgs
+		ref := claimRef{Namespace: a.Namespace}
+		if err := bind(req, &a); err != nil {
+			return failure("create the sandbox", ref, err), nil
+		}
+		res, err := d.create(ctx, req, a)
+		if err != nil {
+			ref.Namespace, _ = d.namespace(a.Namespace)
+			return failure("create the sandbox", ref, err), nil
+		}
+		return structured(res), nil
+	}}
+}
+
+func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs) (CreateResult, error) {
+	ns, err := d.namespace(a.Namespace)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	if a.Warmpool == "" {
+		return CreateResult{}, badInput("warmpool is required: the name of a SandboxWarmPool in namespace %q", ns)
+	}
+	ready, err := timeout("sandbox_ready_timeout", a.SandboxReadyTimeout, 180)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	shutdown, err := d.shutdownAfter(a.ShutdownAfterSeconds)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	owner, err := d.Owner(ctx)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	p := newProgress(ctx, req)
+	defer p.finish()
+	start := time.Now()
+	c, err := d.Claims.Create(ctx, kube.CreateRequest{
+		Namespace: ns, WarmPool: a.Warmpool, Labels: a.Labels, Owner: owner, ShutdownAfter: shutdown,
+		PodLabels: a.PodLabels, PodAnnotations: a.PodAnnotations, ReadyTimeout: ready, Progress: p.send,
+	})
+	if err != nil {
+		return CreateResult{}, err
+	}
+	res := CreateResult{SandboxClaimName: c.Name, Namespace: c.Namespace, SandboxName: c.SandboxName}
+	if shutdown != nil {
+		res.ShutdownTime = start.Add(*shutdown).UTC().Format(time.RFC3339)
+	}
+	return res, nil
+}
+
+// shutdownAfter reads shutdown_after_seconds: absent means the default, null means none.
+func (d Deps) shutdownAfter(raw json.RawMessage) (*time.Duration, error) {
+	secs := defaultShutdownAfter
+	if len(raw) > 0 {
+		if string(raw) == "null" {
+			if d.RequireShutdown {
+				return nil, badInput("shutdown_after_seconds cannot be null on this server: every sandbox needs a timeout (at most %d s)", int(d.MaxShutdownAfter.Seconds()))
+			}
+			return nil, nil
+		}
+		if err := json.Unmarshal(raw, &secs); err != nil {
+			return nil, badInput("shutdown_after_seconds must be a positive integer number of seconds or null, got %s", raw)
+		}
+	}
+	if secs < 1 {
+		return nil, badInput("shutdown_after_seconds must be at least 1 (or null for no timeout), got %d", secs)
+	}
+	if d.MaxShutdownAfter > 0 && time.Duration(secs)*time.Second > d.MaxShutdownAfter {
+		return nil, badInput("shutdown_after_seconds must be at most %d on this server, got %d", int(d.MaxShutdownAfter.Seconds()), secs)
+	}
+	dur := time.Duration(secs) * time.Second
+	return &dur, nil
+}

@@ -1,0 +1,59 @@
+package tools
+
+import (
+	"context"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+)
+
+// Claims is what the tools need of the claim lifecycle (kube.Client implements it).
+type Claims interface {
+	Create(ctx context.Context, req kube.CreateRequest) (kube.Claim, error)
+	Get(ctx context.Context, namespace, name, owner string) (kube.Claim, error)
+	List(ctx context.Context, namespace, owner string) ([]kube.Claim, error)
+	Delete(ctx context.Context, namespace, name, owner string) error
+	Status(ctx context.Context, namespace, name, owner string) (kube.Status, error)
+}
+
+// OwnerFunc names the caller that owns sandboxes: a valid Kubernetes label value.
+type OwnerFunc func(ctx context.Context) (string, error)
+
+// Deps are the tools' collaborators and settings.
+type Deps struct {
+	Claims Claims
+	Conn   conn.Conn
+	Owner  OwnerFunc
+	// DefaultNamespace is used when a call omits namespace (the kubeconfig context's).
+	DefaultNamespace string
+	Log              zerolog.Logger
+	// HeartbeatEvery paces execute_command progress notifications; 0 means 2 s.
+	HeartbeatEvery time.Duration
+	// MaxShutdownAfter caps shutdown_after_seconds; 0 means no cap. RequireShutdown refuses
+	// null (a sandbox without a TTL), which the spec otherwise allows.
+	MaxShutdownAfter time.Duration
+	RequireShutdown  bool
+	// MaxDownloadBytes bounds download_file; 0 means 32 MiB.
+	MaxDownloadBytes int64
+}
+
+func (d Deps) maxDownload() int64 {
+	if d.MaxDownloadBytes > 0 {
+		return d.MaxDownloadBytes
+	}
+	return 32 << 20
+}
+
+func (d Deps) heartbeat() time.Duration {
+	if d.HeartbeatEvery > 0 {
+		return d.HeartbeatEvery
+	}
+	return 2 * time.Second
+}
+
+func target(c kube.Claim) conn.Target {
+	return conn.Target{Namespace: c.Namespace, SandboxName: c.SandboxName, PodIPs: c.PodIPs, ServiceFQDN: c.ServiceFQDN}
+}

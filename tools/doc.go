@@ -1,0 +1,9 @@
+// Package tools holds the MCP surface of k8s-sandbox-mcp: one handler per tool of the spec
+// (create_sandbox, delete_sandbox, execute_command, upload_file, download_file, list_files,
+// file_exists, get_sandbox_status) plus the sandboxes://{namespace} resource template.
+//
+// Error contract: a failure the model can act on (bad input, a missing or foreign sandbox, a
+// timeout, an unreachable API) is an isError result whose text says what to do next and
+// carries no structuredContent; a Go error is returned only for bugs. Handlers call kube for
+// claims, conn for the runtime inside the sandbox and output for the budget.
+package tools

@@ -1,0 +1,79 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+)
+
+// inputError is bad input: its text goes to the model as is.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+func badInput(format string, a ...any) error { return &inputError{msg: fmt.Sprintf(format, a...)} }
+
+// failure turns an error into an isError result whose text tells the model what to do next.
+// op says what was being done ("execute the command"); ref names the sandbox for advice.
+func failure(op string, ref claimRef, err error) *mcp.CallToolResult {
+	return mcp.NewToolResultError(advice(op, ref, err))
+}
+
+type claimRef struct{ Namespace, Name string }
+
+func advice(op string, ref claimRef, err error) string {
+	var in *inputError
+	var status apierrors.APIStatus
+	switch {
+	case errors.As(err, &in):
+		return in.msg
+	case errors.Is(err, kube.ErrInvalid):
+		return fmt.Sprintf("Could not %s: %v. Fix that argument and retry.", op, err)
+	case errors.Is(err, kube.ErrNotFound):
+		return fmt.Sprintf("Sandbox claim %q is not found in namespace %q. It may have been deleted or expired (shutdown_after_seconds); "+
+			"read the resource sandboxes://%s to list your sandboxes, or call create_sandbox for a new one.", ref.Name, ref.Namespace, ref.Namespace)
+	case errors.Is(err, kube.ErrClaimFailed):
+		return fmt.Sprintf("Could not %s: %v. The claim was deleted; fix the arguments (warm pool name, pod labels and annotations) and retry.", op, err)
+	case errors.Is(err, kube.ErrTimeout):
+		return fmt.Sprintf("Could not %s: %v. The claim was deleted; retry with a larger sandbox_ready_timeout, or check that the warm pool has ready sandboxes.", op, err)
+	case errors.Is(err, conn.ErrTimeout):
+		return fmt.Sprintf("Could not %s: it did not finish within the timeout and was killed. Retry with a larger timeout (at most 600 s), or run it in the background (e.g. `nohup cmd > out.log 2>&1 &`) and poll.", op)
+	case errors.Is(err, conn.ErrNotFound):
+		return fmt.Sprintf("Could not %s: %v. Check the path with list_files or file_exists.", op, err)
+	case errors.Is(err, conn.ErrNotDir):
+		return fmt.Sprintf("Could not %s: %v. list_files needs a directory; use file_exists or download_file for files.", op, err)
+	case errors.Is(err, conn.ErrIsDir):
+		return fmt.Sprintf("Could not %s: %v. Use list_files for directories.", op, err)
+	case errors.Is(err, conn.ErrDenied):
+		return fmt.Sprintf("Could not %s: %v. Paths must stay inside the sandbox's working directory.", op, err)
+	case errors.Is(err, conn.ErrTooLarge):
+		return fmt.Sprintf("Could not %s: %v. Read a part of it with execute_command (e.g. `head -c 100000 FILE`, or `split`).", op, err)
+	case errors.Is(err, conn.ErrNoAddress):
+		return fmt.Sprintf("Could not %s: %v. Check get_sandbox_status; if the sandbox is not ready, wait or recreate it.", op, err)
+	case errors.Is(err, conn.ErrUnreachable):
+		return fmt.Sprintf("Could not %s: %v. The sandbox may be restarting; check get_sandbox_status and retry.", op, err)
+	case errors.Is(err, context.Canceled):
+		return fmt.Sprintf("Could not %s: the request was cancelled.", op)
+	case errors.As(err, &status) && apierrors.IsForbidden(err):
+		return fmt.Sprintf("Could not %s: the server's Kubernetes identity is not allowed to do this in namespace %q (%s). "+
+			"Use a namespace the server may use, or ask the operator to grant access.", op, ref.Namespace, status.Status().Message)
+	case errors.As(err, &status):
+		return fmt.Sprintf("Could not %s: Kubernetes API error: %s", op, status.Status().Message)
+	case isConnError(err):
+		return fmt.Sprintf("Could not %s: the Kubernetes API or the sandbox is unreachable right now. Retry in a few seconds.", op)
+	}
+	return fmt.Sprintf("Could not %s: %v", op, err)
+}
+
+func isConnError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) || strings.Contains(err.Error(), "connection refused")
+}

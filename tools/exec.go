@@ -1,0 +1,164 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
+)
+
+type execArgs struct {
+	claimArgs
+	Command        string   `json:"command"`
+	Args           []string `json:"args"`
+	Timeout        *int     `json:"timeout"`
+	MaxOutputChars *int     `json:"max_output_chars"`
+}
+
+// ExecResult is execute_command's answer.
+type ExecResult struct {
+	ExitCode         int    `json:"exit_code"`
+	Stdout           string `json:"stdout"`
+	Stderr           string `json:"stderr"`
+	StdoutTotalChars int    `json:"stdout_total_chars" jsonschema:"code points of stdout before truncation"`
+	StderrTotalChars int    `json:"stderr_total_chars" jsonschema:"code points of stderr before truncation"`
+	StdoutTruncated  bool   `json:"stdout_truncated" jsonschema:"true when part of stdout was omitted"`
+	StderrTruncated  bool   `json:"stderr_truncated" jsonschema:"true when part of stderr was omitted"`
+}
+
+func execTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("execute_command",
+		mcp.WithToolTitle("Run a command in a sandbox"),
+		mcp.WithDescription("Runs a shell command (/bin/sh -c) inside a sandbox and returns exit_code, stdout and stderr. "+
+			"With args, command is run directly as a program with those arguments, without a shell. Runs once, never retried; "+
+			"killed after timeout seconds. Output beyond max_output_chars keeps its beginning and end around "+
+			"'[... N characters omitted ...]'; *_truncated and *_total_chars say what was cut. To see more, raise "+
+			"max_output_chars (up to 300000) or filter the output (grep, head, tail, sed -n)."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "command"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
+			"command": {"type": "string", "minLength": 1, "maxLength": 262144,
+				"description": "Shell command, e.g. \"cd src && make test 2>&1 | tail -50\". With args: the program to run."},
+			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": 4096,
+				"description": "Optional argv after command; when given, no shell is involved."},
+			"timeout": timeoutProp("the command"),
+			"max_output_chars": {"type": "integer", "minimum": output.MinBudget, "maximum": output.MaxBudget, "default": output.DefaultBudget,
+				"description": "Combined stdout+stderr character budget, including omission markers (128-300000, default 30000)."},
+		})),
+		mcp.WithOutputSchema[ExecResult](),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(true),
+		mcp.WithIdempotentHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a execArgs
+		if err := bind(req, &a); err != nil {
+			return failure("execute the command", claimRef{}, err), nil
+		}
+		res, ref, err := d.exec(ctx, req, a)
+		if err != nil {
+			if res != nil && errors.Is(err, conn.ErrTimeout) {
+				return mcp.NewToolResultError(timeoutText(a, res)), nil
+			}
+			return failure("execute the command", ref, err), nil
+		}
+		return structured(*res), nil
+	}}
+}
+
+func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*ExecResult, claimRef, error) {
+	to, err := timeout("timeout", a.Timeout, defaultTimeout)
+	if err != nil {
+		return nil, claimRef{Namespace: a.Namespace, Name: a.SandboxClaimName}, err
+	}
+	budget := output.DefaultBudget
+	if a.MaxOutputChars != nil {
+		budget = *a.MaxOutputChars
+	}
+	if budget < output.MinBudget || budget > output.MaxBudget {
+		return nil, claimRef{}, badInput("max_output_chars must be between %d and %d, got %d", output.MinBudget, output.MaxBudget, budget)
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return nil, claimRef{}, badInput("command is required and must not be blank")
+	}
+	c, ref, err := d.resolve(ctx, a.claimArgs)
+	if err != nil {
+		return nil, ref, err
+	}
+	capture := output.NewCapture(budget)
+	creq := conn.ExecRequest{Timeout: to, Stdout: capture.Stdout(), Stderr: capture.Stderr()}
+	if a.Args != nil {
+		creq.Argv = append([]string{a.Command}, a.Args...)
+	} else {
+		creq.Command = a.Command
+	}
+	p := newProgress(ctx, req)
+	stop := d.heartbeats(p, capture, to)
+	r, err := d.Conn.Exec(ctx, target(c), creq)
+	stop()
+	out := capture.Result()
+	res := &ExecResult{ExitCode: r.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr,
+		StdoutTotalChars: out.StdoutTotalChars, StderrTotalChars: out.StderrTotalChars,
+		StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated}
+	if err != nil {
+		return res, ref, err
+	}
+	return res, ref, nil
+}
+
+// heartbeats sends a progress notification every few seconds while the command runs, carrying
+// its latest output line, so clients that reset their timeout on progress keep waiting.
+func (d Deps) heartbeats(p *progress, c *output.Capture, limit time.Duration) (stop func()) {
+	if !p.enabled() {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(d.heartbeat())
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				msg := fmt.Sprintf("running for %ds of %ds", int(time.Since(start).Seconds()), int(limit.Seconds()))
+				if line := c.LastLine(); line != "" {
+					msg += ": " + line
+				}
+				p.send(msg)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		p.finish()
+	}
+}
+
+func timeoutText(a execArgs, r *ExecResult) string {
+	secs := defaultTimeout
+	if a.Timeout != nil {
+		secs = *a.Timeout
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "The command did not finish within %d s and was killed (with every process it started). "+
+		"Retry with a larger timeout (at most 600), or start it in the background (nohup CMD > out.log 2>&1 &) and poll the log.", secs)
+	if r.Stdout != "" {
+		fmt.Fprintf(&b, "\n\nstdout so far (%d characters):\n%s", r.StdoutTotalChars, r.Stdout)
+	}
+	if r.Stderr != "" {
+		fmt.Fprintf(&b, "\n\nstderr so far (%d characters):\n%s", r.StderrTotalChars, r.Stderr)
+	}
+	return b.String()
+}

@@ -1,0 +1,193 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+)
+
+// fakeClaims keeps claims in memory, keyed by namespace/name, with their owner.
+type fakeClaims struct {
+	mu      sync.Mutex
+	claims  map[string]kube.Claim
+	owners  map[string]string
+	created []kube.CreateRequest
+	err     error // returned by every call when set
+}
+
+func newFakeClaims() *fakeClaims {
+	return &fakeClaims{claims: map[string]kube.Claim{}, owners: map[string]string{}}
+}
+
+func (f *fakeClaims) add(ns, name, owner string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.claims[ns+"/"+name] = kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx", PodIPs: []string{"127.0.0.9"}, Ready: true}
+	f.owners[ns+"/"+name] = owner
+}
+
+func (f *fakeClaims) Create(_ context.Context, req kube.CreateRequest) (kube.Claim, error) {
+	if f.err != nil {
+		return kube.Claim{}, f.err
+	}
+	f.mu.Lock()
+	f.created = append(f.created, req)
+	name := fmt.Sprintf("sandbox-claim-%08d", len(f.created))
+	f.mu.Unlock()
+	f.add(req.Namespace, name, req.Owner)
+	if req.Progress != nil {
+		req.Progress("ready")
+	}
+	return f.Get(context.Background(), req.Namespace, name, req.Owner)
+}
+
+func (f *fakeClaims) Get(_ context.Context, ns, name, owner string) (kube.Claim, error) {
+	if f.err != nil {
+		return kube.Claim{}, f.err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.claims[ns+"/"+name]
+	if !ok || f.owners[ns+"/"+name] != owner {
+		return kube.Claim{}, fmt.Errorf("sandbox claim %q: %w", name, kube.ErrNotFound)
+	}
+	return c, nil
+}
+
+func (f *fakeClaims) List(_ context.Context, ns, owner string) ([]kube.Claim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []kube.Claim
+	for k, c := range f.claims {
+		if c.Namespace == ns && f.owners[k] == owner {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeClaims) Delete(ctx context.Context, ns, name, owner string) error {
+	if _, err := f.Get(ctx, ns, name, owner); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.claims, ns+"/"+name)
+	return nil
+}
+
+func (f *fakeClaims) Status(ctx context.Context, ns, name, owner string) (kube.Status, error) {
+	if _, err := f.Get(ctx, ns, name, owner); err != nil {
+		return kube.Status{}, err
+	}
+	return kube.Status{Status: "SandboxReady", Ready: true, Message: "Pod is Ready"}, nil
+}
+
+// fakeConn answers from fixed data and records what it was asked.
+type fakeConn struct {
+	stdout, stderr string
+	exitCode       int
+	execErr        error
+	files          map[string][]byte
+	listing        conn.Listing
+	calls          int
+	lastTarget     conn.Target
+	lastExec       conn.ExecRequest
+}
+
+func (f *fakeConn) Exec(_ context.Context, t conn.Target, req conn.ExecRequest) (conn.ExecResult, error) {
+	f.calls++
+	f.lastTarget, f.lastExec = t, req
+	_, _ = io.WriteString(req.Stdout, f.stdout)
+	_, _ = io.WriteString(req.Stderr, f.stderr)
+	return conn.ExecResult{ExitCode: f.exitCode}, f.execErr
+}
+
+func (f *fakeConn) Upload(_ context.Context, t conn.Target, path string, data []byte) error {
+	f.calls++
+	f.files[path] = data
+	return nil
+}
+
+func (f *fakeConn) Download(_ context.Context, t conn.Target, path string, max int64) ([]byte, error) {
+	f.calls++
+	b, ok := f.files[path]
+	if !ok {
+		return nil, fmt.Errorf("%q: %w", path, conn.ErrNotFound)
+	}
+	return b, nil
+}
+
+func (f *fakeConn) List(_ context.Context, t conn.Target, path string, max int) (conn.Listing, error) {
+	f.calls++
+	l := f.listing
+	if len(l.Entries) > max {
+		l.Entries = l.Entries[:max]
+	}
+	return l, nil
+}
+
+func (f *fakeConn) Exists(_ context.Context, t conn.Target, path string) (bool, error) {
+	f.calls++
+	_, ok := f.files[path]
+	return ok, nil
+}
+
+func (f *fakeConn) Close() error { return nil }
+
+const testOwner = "owner-a"
+
+// harness is an MCP client talking in-process to a server built on the fakes.
+type harness struct {
+	claims *fakeClaims
+	conn   *fakeConn
+	c      *client.Client
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{claims: newFakeClaims(), conn: &fakeConn{files: map[string][]byte{}}}
+	d := Deps{Claims: h.claims, Conn: h.conn, DefaultNamespace: "default", Log: zerolog.Nop(),
+		Owner: func(context.Context) (string, error) { return testOwner, nil }}
+	c, err := client.NewInProcessClient(NewServer(d, "test", serverTestOptions()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: "2025-11-25"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	h.c = c
+	return h
+}
+
+func (h *harness) call(t *testing.T, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := h.c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v", tool, err)
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}

@@ -1,0 +1,137 @@
+package tools
+
+import (
+	"context"
+	"encoding/base64"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+type fileArgs struct {
+	claimArgs
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Binary  bool   `json:"binary"`
+	Timeout *int   `json:"timeout"`
+}
+
+// UploadResult is upload_file's answer.
+type UploadResult struct {
+	BytesWritten int `json:"bytes_written"`
+}
+
+// DownloadResult is download_file's answer.
+type DownloadResult struct {
+	Content   string `json:"content" jsonschema:"file content: text, or base64 when binary is true"`
+	BytesRead int    `json:"bytes_read"`
+}
+
+func fileSchema(extra map[string]prop, required ...string) map[string]prop {
+	props := map[string]prop{
+		"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
+		"path":    pathProp("File path inside the sandbox, relative to its working directory (a leading / is relative to it too)."),
+		"timeout": timeoutProp("the file operation"),
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	return props
+}
+
+func uploadTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("upload_file",
+		mcp.WithToolTitle("Write a file into a sandbox"),
+		mcp.WithDescription("Writes content to a file inside a sandbox, creating parent directories and replacing an existing file. "+
+			"Pass text as is, or base64 with binary=true. Returns bytes_written."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "content"}, fileSchema(map[string]prop{
+			"content": {"type": "string", "description": "File content: text, or base64 when binary is true."},
+			"binary":  boolProp("content is base64-encoded bytes (standard alphabet, padded)."),
+		}))),
+		mcp.WithOutputSchema[UploadResult](),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(true),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "upload the file"
+		var a fileArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		data := []byte(a.Content)
+		if a.Binary {
+			var err error
+			if data, err = base64.StdEncoding.Strict().DecodeString(a.Content); err != nil {
+				return failure(op, claimRef{}, badInput("content is not valid base64 (standard alphabet with padding): %v. "+
+					"Encode the bytes with base64, or pass text with binary=false.", err)), nil
+			}
+		}
+		to, err := timeout("timeout", a.Timeout, defaultTimeout)
+		if err == nil && a.Path == "" {
+			err = badInput("path is required")
+		}
+		if err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		c, ref, err := d.resolve(ctx, a.claimArgs)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, to)
+			err = d.Conn.Upload(cctx, target(c), a.Path, data)
+			cancel()
+		}
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		return structured(UploadResult{BytesWritten: len(data)}), nil
+	}}
+}
+
+func downloadTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("download_file",
+		mcp.WithToolTitle("Read a file from a sandbox"),
+		mcp.WithDescription("Reads a file from a sandbox. Text files come back as text; set binary=true for any other file "+
+			"(content is then base64). Returns content and bytes_read."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
+			"binary": boolProp("return the content base64-encoded (needed for files that are not UTF-8 text)."),
+		}))),
+		mcp.WithOutputSchema[DownloadResult](),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "download the file"
+		var a fileArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		to, err := timeout("timeout", a.Timeout, defaultTimeout)
+		if err == nil && a.Path == "" {
+			err = badInput("path is required")
+		}
+		if err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		c, ref, err := d.resolve(ctx, a.claimArgs)
+		var data []byte
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, to)
+			data, err = d.Conn.Download(cctx, target(c), a.Path, d.maxDownload())
+			cancel()
+		}
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		if a.Binary {
+			return structured(DownloadResult{Content: base64.StdEncoding.EncodeToString(data), BytesRead: len(data)}), nil
+		}
+		if !utf8.Valid(data) {
+			return failure(op, ref, badInput("file %q (%d bytes) is not UTF-8 text. Call download_file again with binary=true to get it as base64.", a.Path, len(data))), nil
+		}
+		return structured(DownloadResult{Content: string(data), BytesRead: len(data)}), nil
+	}}
+}

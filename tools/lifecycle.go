@@ -1,0 +1,81 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// DeleteResult is delete_sandbox's answer.
+type DeleteResult struct {
+	SandboxClaimName string `json:"sandbox_claim_name"`
+	Namespace        string `json:"namespace"`
+	Deleted          bool   `json:"deleted"`
+}
+
+func deleteTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("delete_sandbox",
+		mcp.WithToolTitle("Delete a sandbox"),
+		mcp.WithDescription("Deletes a sandbox claim and with it the sandbox, its pod and every file in it. Call it when you are done."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
+		})),
+		mcp.WithOutputSchema[DeleteResult](),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(true),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a claimArgs
+		if err := bind(req, &a); err != nil {
+			return failure("delete the sandbox", claimRef{}, err), nil
+		}
+		ref, owner, err := d.caller(ctx, a)
+		if err == nil {
+			err = d.Claims.Delete(ctx, ref.Namespace, ref.Name, owner)
+		}
+		if err != nil {
+			return failure("delete the sandbox", ref, err), nil
+		}
+		return structured(DeleteResult{SandboxClaimName: ref.Name, Namespace: ref.Namespace, Deleted: true}), nil
+	}}
+}
+
+// StatusResult is get_sandbox_status's answer.
+type StatusResult struct {
+	Status  string `json:"status" jsonschema:"SandboxReady, SandboxNotReady or SandboxNotFound"`
+	Ready   bool   `json:"ready"`
+	Message string `json:"message" jsonschema:"the Kubernetes Ready condition message, empty if none"`
+}
+
+func statusTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("get_sandbox_status",
+		mcp.WithToolTitle("Get sandbox status"),
+		mcp.WithDescription("Reports whether a sandbox is ready, from its Kubernetes Ready condition: status is SandboxReady, SandboxNotReady or SandboxNotFound."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
+		})),
+		mcp.WithOutputSchema[StatusResult](),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a claimArgs
+		if err := bind(req, &a); err != nil {
+			return failure("get the sandbox status", claimRef{}, err), nil
+		}
+		ref, owner, err := d.caller(ctx, a)
+		if err != nil {
+			return failure("get the sandbox status", ref, err), nil
+		}
+		st, err := d.Claims.Status(ctx, ref.Namespace, ref.Name, owner)
+		if err != nil {
+			return failure("get the sandbox status", ref, err), nil
+		}
+		return structured(StatusResult{Status: st.Status, Ready: st.Ready, Message: st.Message}), nil
+	}}
+}

@@ -1,0 +1,124 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+)
+
+const (
+	defaultMaxEntries = 1000
+	maxMaxEntries     = 10000
+)
+
+type listArgs struct {
+	fileArgs
+	MaxEntries *int `json:"max_entries"`
+}
+
+// ListResult is list_files' answer.
+type ListResult struct {
+	Entries      []conn.Entry `json:"entries"`
+	TotalEntries int          `json:"total_entries" jsonschema:"entries in the directory before the max_entries cap"`
+	Truncated    bool         `json:"truncated" jsonschema:"true when entries holds fewer than total_entries"`
+}
+
+// ExistsResult is file_exists' answer.
+type ExistsResult struct {
+	Exists bool `json:"exists"`
+}
+
+func listTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("list_files",
+		mcp.WithToolTitle("List a directory in a sandbox"),
+		mcp.WithDescription("Lists a directory inside a sandbox: each entry has name, size, type (file or directory) and mod_time "+
+			"(POSIX seconds). At most max_entries entries come back; when truncated is true, narrow the path or use "+
+			"execute_command (e.g. `ls DIR | grep PATTERN`)."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
+			"path": pathProp("Directory path inside the sandbox (\".\" or \"/\" for its working directory)."),
+			"max_entries": {"type": "integer", "minimum": 1, "maximum": maxMaxEntries, "default": defaultMaxEntries,
+				"description": "Most entries to return (1-10000, default 1000)."},
+		}))),
+		mcp.WithOutputSchema[ListResult](),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "list the directory"
+		var a listArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		maxEntries := defaultMaxEntries
+		if a.MaxEntries != nil {
+			maxEntries = *a.MaxEntries
+		}
+		to, err := timeout("timeout", a.Timeout, defaultTimeout)
+		if err == nil && (maxEntries < 1 || maxEntries > maxMaxEntries) {
+			err = badInput("max_entries must be between 1 and %d, got %d", maxMaxEntries, maxEntries)
+		}
+		if err == nil && a.Path == "" {
+			err = badInput("path is required (use \".\" for the working directory)")
+		}
+		if err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		c, ref, err := d.resolve(ctx, a.claimArgs)
+		var l conn.Listing
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, to)
+			l, err = d.Conn.List(cctx, target(c), a.Path, maxEntries)
+			cancel()
+		}
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		if l.Entries == nil {
+			l.Entries = []conn.Entry{}
+		}
+		return structured(ListResult{Entries: l.Entries, TotalEntries: l.Total, Truncated: len(l.Entries) < l.Total}), nil
+	}}
+}
+
+func existsTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("file_exists",
+		mcp.WithToolTitle("Check a path in a sandbox"),
+		mcp.WithDescription("Checks whether a file or directory exists inside a sandbox. A missing path is exists=false, not an error."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(nil))),
+		mcp.WithOutputSchema[ExistsResult](),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "check the path"
+		var a fileArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		to, err := timeout("timeout", a.Timeout, defaultTimeout)
+		if err == nil && a.Path == "" {
+			err = badInput("path is required")
+		}
+		if err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		c, ref, err := d.resolve(ctx, a.claimArgs)
+		var ok bool
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, to)
+			ok, err = d.Conn.Exists(cctx, target(c), a.Path)
+			cancel()
+		}
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		return structured(ExistsResult{Exists: ok}), nil
+	}}
+}

@@ -1,0 +1,65 @@
+package tools
+
+import (
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// inputSchema sets a hand-written input schema. mcp.WithRawInputSchema keeps NewTool's default
+// InputSchema too, and a tool with both fails to serialise.
+func inputSchema(raw json.RawMessage) mcp.ToolOption {
+	return func(t *mcp.Tool) {
+		t.InputSchema = mcp.ToolInputSchema{}
+		t.RawInputSchema = raw
+	}
+}
+
+// Input schemas are written out by hand: the spec's defaults and bounds belong in the schema
+// the model reads, and shutdown_after_seconds needs integer-or-null, which struct tags can't say.
+type prop = map[string]any
+
+func objectSchema(required []string, props map[string]prop) json.RawMessage {
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err) // static data: a failure is a programming error caught by every test
+	}
+	return b
+}
+
+const (
+	minTimeout     = 1
+	maxTimeout     = 600
+	defaultTimeout = 60
+)
+
+func claimProp() prop {
+	return prop{"type": "string", "minLength": 1, "maxLength": 253,
+		"description": "Claim name returned by create_sandbox (sandbox_claim_name)."}
+}
+
+func namespaceProp() prop {
+	return prop{"type": "string", "maxLength": 63,
+		"description": "Kubernetes namespace of the sandbox. Defaults to the server's current namespace."}
+}
+
+func timeoutProp(what string) prop {
+	return prop{"type": "integer", "minimum": minTimeout, "maximum": maxTimeout, "default": defaultTimeout,
+		"description": "Seconds to wait for " + what + " (1-600, default 60)."}
+}
+
+func pathProp(what string) prop {
+	return prop{"type": "string", "minLength": 1, "maxLength": 4096, "description": what}
+}
+
+func stringMapProp(desc string) prop {
+	return prop{"type": "object", "additionalProperties": prop{"type": "string"}, "description": desc}
+}
+
+func boolProp(desc string) prop {
+	return prop{"type": "boolean", "default": false, "description": desc}
+}

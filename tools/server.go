@@ -1,0 +1,73 @@
+package tools
+
+import (
+	"context"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Instructions tell the model how the tools fit together.
+const Instructions = `Sandboxes are isolated Kubernetes pods for running commands and handling files.
+Lifecycle: create_sandbox (from a warm pool; returns sandbox_claim_name) -> execute_command, upload_file,
+download_file, list_files, file_exists, get_sandbox_status with that name -> delete_sandbox when done.
+Every sandbox is deleted automatically after shutdown_after_seconds (default 300), so create a new one if a
+call says the claim is not found. You only see sandboxes you created; read sandboxes://{namespace} to list them.
+execute_command runs /bin/sh -c once (never retried) and kills the command after timeout seconds. Output beyond
+max_output_chars (default 30000) keeps its beginning and end around "[... N characters omitted ...]";
+stdout_truncated/stderr_truncated and *_total_chars say what was cut. To see more, raise max_output_chars
+(up to 300000) or narrow the output (grep, head, tail, sed -n 'A,Bp'), or write it to a file and download parts.`
+
+// All returns every tool, in the order tools/list shows them.
+func All(d Deps) []server.ServerTool {
+	return []server.ServerTool{
+		createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
+		listTool(d), existsTool(d), statusTool(d),
+	}
+}
+
+// NewServer builds the MCP server with every tool and the sandboxes resource template.
+func NewServer(d Deps, version string, opts ...server.ServerOption) *server.MCPServer {
+	base := []server.ServerOption{
+		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, false),
+		server.WithInstructions(Instructions),
+		server.WithRecovery(),
+		server.WithResourceRecovery(),
+		server.WithInputSchemaValidation(),
+		server.WithToolHandlerMiddleware(d.logCalls),
+	}
+	s := server.NewMCPServer("k8s-sandbox-mcp", version, append(base, opts...)...)
+	s.AddTools(All(d)...)
+	s.AddResourceTemplates(sandboxesTemplate(d))
+	return s
+}
+
+// logCalls writes one line per tool call: who, what, where, how long, how it ended. Never
+// arguments' content, file data or output.
+func (d Deps) logCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := time.Now()
+		res, err := next(ctx, req)
+		owner, _ := d.Owner(ctx)
+		ns, _ := req.GetArguments()["namespace"].(string)
+		if ns == "" {
+			ns = d.DefaultNamespace
+		}
+		claim, _ := req.GetArguments()["sandbox_claim_name"].(string)
+		ev := d.Log.Info()
+		outcome := "ok"
+		switch {
+		case err != nil:
+			ev, outcome = d.Log.Error().Err(err), "protocol_error"
+		case res != nil && res.IsError:
+			ev, outcome = d.Log.Warn(), "tool_error"
+		case ctx.Err() != nil:
+			outcome = "cancelled"
+		}
+		ev.Str("tool", req.Params.Name).Str("owner", owner).Str("namespace", ns).Str("claim", claim).
+			Dur("duration", time.Since(start)).Str("outcome", outcome).Msg("tool call")
+		return res, err
+	}
+}
