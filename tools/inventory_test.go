@@ -1,0 +1,108 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json")
+
+// TestToolsGolden pins the whole tool surface (names, schemas, annotations) and the resource
+// templates as a client sees them over the wire. Rewrite with: go test ./tools -run Golden -update
+func TestToolsGolden(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	tools, err := h.c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpls, err := h.c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.MarshalIndent(map[string]any{"tools": tools.Tools, "resourceTemplates": tmpls.ResourceTemplates}, "", "  ")
+	if err != nil {
+		t.Fatalf("the tool list does not serialise: %v", err)
+	}
+	golden := filepath.Join("testdata", "tools.golden.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if strings.TrimSpace(string(want)) != strings.TrimSpace(string(got)) {
+		t.Errorf("tools/list changed; review the diff and rerun with -update:\n%s", got)
+	}
+}
+
+// TestEveryTool checks what hosts rely on for each tool.
+func TestEveryTool(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readOnly := map[string]bool{"file_exists": true, "list_files": true, "download_file": true, "get_sandbox_status": true}
+	destructive := map[string]bool{"delete_sandbox": true, "execute_command": true, "upload_file": true}
+	h := newHarness(t)
+	res, err := h.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != len(All(Deps{})) {
+		t.Fatalf("tools/list has %d tools, All has %d", len(res.Tools), len(All(Deps{})))
+	}
+	for _, tool := range res.Tools {
+		t.Run(tool.Name, func(t *testing.T) {
+			a := tool.Annotations
+			if a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil {
+				t.Fatalf("annotation hints not all set: %+v", a)
+			}
+			if *a.ReadOnlyHint != readOnly[tool.Name] || *a.DestructiveHint != destructive[tool.Name] || *a.OpenWorldHint {
+				t.Errorf("hints readOnly=%v destructive=%v openWorld=%v", *a.ReadOnlyHint, *a.DestructiveHint, *a.OpenWorldHint)
+			}
+			if tool.Title == "" || strings.TrimSpace(tool.Description) == "" {
+				t.Error("title or description missing")
+			}
+			raw, err := json.Marshal(tool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wire struct {
+				InputSchema  map[string]any `json:"inputSchema"`
+				OutputSchema map[string]any `json:"outputSchema"`
+			}
+			if err := json.Unmarshal(raw, &wire); err != nil {
+				t.Fatal(err)
+			}
+			in := wire.InputSchema
+			if in["type"] != "object" || in["properties"] == nil {
+				t.Fatalf("input schema %v", in)
+			}
+			for _, k := range []string{"oneOf", "anyOf", "allOf"} {
+				if _, ok := in[k]; ok {
+					t.Errorf("input schema has top-level %s, which many clients reject", k)
+				}
+			}
+			if wire.OutputSchema["type"] != "object" || wire.OutputSchema["properties"] == nil {
+				t.Errorf("no output schema")
+			}
+			if !strings.Contains(string(readme), "`"+tool.Name+"`") {
+				t.Errorf("README does not document %s", tool.Name)
+			}
+		})
+	}
+}
