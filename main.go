@@ -13,10 +13,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/cleanup"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/config"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/owner"
@@ -97,27 +99,43 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	}
 	defer sandboxes.Close()
 
+	log = log.With().Str("connection", cfg.Connection.Type).Logger()
 	owners := owner.New()
+	janitor := cleanup.New(claims, log, 60*time.Second)
 	deps := tools.Deps{
 		Claims: claims, Conn: sandboxes, DefaultNamespace: defaultNS, Log: log,
-		MaxDownloadBytes: cfg.Connection.MaxDownloadBytes,
+		MaxDownloadBytes: cfg.Connection.MaxDownloadBytes, AllowedNamespaces: cfg.AllowedNamespaces,
+		MaxSandboxesPerOwner: cfg.MaxSandboxesPerOwner, MaxShutdownAfter: cfg.MaxShutdownAfter,
+		RequireShutdown: !cfg.AllowNoShutdown, Tracker: janitor,
 	}
-	log = log.With().Str("connection", cfg.Connection.Type).Logger()
 	if *httpAddr == "" {
 		deps.Owner = owners.Stdio
 		s := tools.NewServer(deps, version())
 		log.Info().Str("owner", owners.StdioID()).Str("namespace", defaultNS).Msg("serving stdio")
-		if err := serve.Stdio(ctx, s, stdin, stdout, log); err != nil {
+		err := serve.Stdio(ctx, s, stdin, stdout, log)
+		if !cfg.KeepOnSessionEnd {
+			_, _ = janitor.Release(ctx, owners.StdioID(), "stdio closed")
+		}
+		if err != nil {
 			log.Error().Err(err).Msg("stdio server failed")
 			return 1
 		}
 		return 0
 	}
 	deps.Owner = owners.HTTP
-	s := tools.NewServer(deps, version())
+	hooks := &server.Hooks{}
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		if id, ok := owners.Forget(cs.SessionID()); ok && !cfg.KeepOnSessionEnd {
+			janitor.ReleaseAsync(id, "session ended")
+		}
+	})
+	s := tools.NewServer(deps, version(), server.WithHooks(hooks))
 	health := &serve.Health{Prober: claims, Namespace: cfg.ProbeNamespace, Log: log}
 	health.MarkReady()
 	err = serve.HTTP(ctx, s, serve.HTTPOptions{Addr: *httpAddr, Health: health, Log: log, SessionTTL: *sessionTTL})
+	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	janitor.Wait(wctx)
+	cancel()
 	if err != nil {
 		log.Error().Err(err).Msg("http server failed")
 		return 1

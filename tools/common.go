@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ func (d Deps) namespace(ns string) (string, error) {
 	}
 	if !kube.ValidLabelValue(ns) || strings.ContainsAny(ns, "_.") || len(ns) > 63 {
 		return "", badInput("namespace %q is not a valid Kubernetes namespace name (lowercase letters, digits and '-', at most 63 characters)", ns)
+	}
+	if len(d.AllowedNamespaces) > 0 && !slices.Contains(d.AllowedNamespaces, ns) {
+		return "", badInput("namespace %q is not allowed on this server; use one of: %s", ns, strings.Join(d.AllowedNamespaces, ", "))
 	}
 	return ns, nil
 }

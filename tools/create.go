@@ -89,6 +89,13 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	if err != nil {
 		return CreateResult{}, err
 	}
+	if err := d.checkQuota(ctx, owner, ns); err != nil {
+		return CreateResult{}, err
+	}
+	if d.Tracker != nil {
+		// Before the claim exists: a session that ends mid-create still finds it.
+		d.Tracker.Created(owner, ns)
+	}
 	p := newProgress(ctx, req)
 	defer p.finish()
 	start := time.Now()
@@ -128,4 +135,33 @@ func (d Deps) shutdownAfter(raw json.RawMessage) (*time.Duration, error) {
 	}
 	dur := time.Duration(secs) * time.Second
 	return &dur, nil
+}
+
+// checkQuota refuses a new sandbox when the owner already has MaxSandboxesPerOwner live ones
+// in the namespaces this server has seen it use.
+func (d Deps) checkQuota(ctx context.Context, owner, ns string) error {
+	if d.MaxSandboxesPerOwner <= 0 {
+		return nil
+	}
+	namespaces := []string{ns}
+	if d.Tracker != nil {
+		for _, n := range d.Tracker.Namespaces(owner) {
+			if n != ns {
+				namespaces = append(namespaces, n)
+			}
+		}
+	}
+	live := 0
+	for _, n := range namespaces {
+		claims, err := d.Claims.List(ctx, n, owner)
+		if err != nil {
+			return err
+		}
+		live += len(claims)
+	}
+	if live >= d.MaxSandboxesPerOwner {
+		return badInput("you already have %d live sandboxes, the most this server allows; delete one with delete_sandbox "+
+			"(read sandboxes://%s to list them) and retry", live, ns)
+	}
+	return nil
 }

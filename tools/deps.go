@@ -38,6 +38,18 @@ type Deps struct {
 	RequireShutdown  bool
 	// MaxDownloadBytes bounds download_file; 0 means 32 MiB.
 	MaxDownloadBytes int64
+	// AllowedNamespaces, when not empty, is the only namespaces tools may use.
+	AllowedNamespaces []string
+	// MaxSandboxesPerOwner caps live sandboxes per owner; 0 means no cap.
+	MaxSandboxesPerOwner int
+	// Tracker learns where owners create sandboxes (for cleanup when their session ends).
+	Tracker Tracker
+}
+
+// Tracker remembers the namespaces each owner used (cleanup.Janitor implements it).
+type Tracker interface {
+	Created(owner, namespace string)
+	Namespaces(owner string) []string
 }
 
 func (d Deps) maxDownload() int64 {

@@ -28,6 +28,14 @@ type Config struct {
 	SessionLabelKey string // K8S_SANDBOX_SESSION_ID_LABEL_KEY
 	ProbeNamespace  string // K8S_SANDBOX_PROBE_NAMESPACE
 	LogLevel        string // K8S_SANDBOX_LOG_LEVEL
+	// Tenancy limits.
+	AllowedNamespaces    []string      // K8S_SANDBOX_ALLOWED_NAMESPACES (comma list; empty: any)
+	MaxSandboxesPerOwner int           // K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER (0: no cap)
+	MaxShutdownAfter     time.Duration // K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS (0: no cap)
+	AllowNoShutdown      bool          // K8S_SANDBOX_ALLOW_NO_SHUTDOWN (default: true unless a max is set)
+	KeepOnSessionEnd     bool          // K8S_SANDBOX_KEEP_SANDBOXES_ON_SESSION_END
+	// Vars are every upper-cased variable seen, for packages that read their own settings.
+	Vars map[string]string
 	// Unknown lists K8S_SANDBOX_* variables nobody reads (likely typos), for a warning.
 	Unknown []string
 }
@@ -77,7 +85,17 @@ func Parse(vars map[string]string) (Config, error) {
 		SessionLabelKey: p.str("SESSION_ID_LABEL_KEY", "mcp.k8s-agent-sandbox/session-id"),
 		ProbeNamespace:  p.str("PROBE_NAMESPACE", "default"),
 		LogLevel:        p.str("LOG_LEVEL", "info"),
+		Vars:            vars,
 	}
+	for _, ns := range strings.Split(p.str("ALLOWED_NAMESPACES", ""), ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			c.AllowedNamespaces = append(c.AllowedNamespaces, ns)
+		}
+	}
+	c.MaxSandboxesPerOwner = p.integer("MAX_SANDBOXES_PER_OWNER", 0, 0, 100000)
+	c.MaxShutdownAfter = time.Duration(p.integer("MAX_SHUTDOWN_AFTER_SECONDS", 0, 0, 10*365*24*3600)) * time.Second
+	c.AllowNoShutdown = p.boolean("ALLOW_NO_SHUTDOWN", c.MaxShutdownAfter == 0)
+	c.KeepOnSessionEnd = p.boolean("KEEP_SANDBOXES_ON_SESSION_END", false)
 	cc := conn.Config{
 		Type:          p.str("CONNECTION__TYPE", ""),
 		ClusterDomain: p.str("CLUSTER_DOMAIN", "cluster.local"),
@@ -131,7 +149,9 @@ func Parse(vars map[string]string) (Config, error) {
 		known[Prefix+k] = true
 	}
 	for k := range vars {
-		if strings.HasPrefix(k, Prefix) && !p.used[k] && !known[k] {
+		// AUTH__ and HTTP__ settings belong to the HTTP layer, which validates them itself.
+		owned := strings.HasPrefix(k, Prefix+"AUTH__") || strings.HasPrefix(k, Prefix+"HTTP__")
+		if strings.HasPrefix(k, Prefix) && !p.used[k] && !known[k] && !owned {
 			c.Unknown = append(c.Unknown, k)
 		}
 	}

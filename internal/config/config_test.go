@@ -57,6 +57,21 @@ func TestParse(t *testing.T) {
 				}
 			}},
 		{name: "bad dns server", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_DNS_SERVER": "10.0.0.1"}, wantErr: "K8S_SANDBOX_DNS_SERVER must be host:port"},
+		{name: "tenancy limits", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_ALLOWED_NAMESPACES": "a, b,,",
+			"K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER": "3", "K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS": "600"},
+			check: func(t *testing.T, c Config) {
+				if len(c.AllowedNamespaces) != 2 || c.AllowedNamespaces[1] != "b" || c.MaxSandboxesPerOwner != 3 ||
+					c.MaxShutdownAfter != 600*time.Second || c.AllowNoShutdown || c.KeepOnSessionEnd {
+					t.Errorf("got %+v", c)
+				}
+			}},
+		{name: "no shutdown allowed by default", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},
+			check: func(t *testing.T, c Config) {
+				if !c.AllowNoShutdown {
+					t.Error("the spec allows shutdown_after_seconds=null unless the operator sets a maximum")
+				}
+			}},
+		{name: "bad quota", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER": "-1"}, wantErr: "K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER must be an integer"},
 		{name: "unknown variable reported", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONECTION__USE_POD_IP": "true", "K8S_SANDBOX_CONNECTION__API_URL": "x"},
 			check: func(t *testing.T, c Config) {
 				if len(c.Unknown) != 1 || c.Unknown[0] != "K8S_SANDBOX_CONECTION__USE_POD_IP" {

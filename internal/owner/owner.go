@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/server"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -16,9 +17,12 @@ import (
 // protocol has none) until authentication gives them a principal.
 const Anonymous = "http-anonymous"
 
-// Owners hands out owner ids.
+// Owners hands out owner ids and remembers which owner each HTTP session had, so the
+// session's sandboxes can be released when it ends.
 type Owners struct {
-	stdio string
+	stdio    string
+	mu       sync.Mutex
+	sessions map[string]string
 }
 
 // New mints this process's stdio owner id. mcp-go names every stdio session "stdio", which
@@ -26,7 +30,7 @@ type Owners struct {
 func New() *Owners {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return &Owners{stdio: "stdio-" + hex.EncodeToString(b)}
+	return &Owners{stdio: "stdio-" + hex.EncodeToString(b), sessions: map[string]string{}}
 }
 
 // StdioID is the per-process owner id.
@@ -38,9 +42,22 @@ func (o *Owners) Stdio(context.Context) (string, error) { return o.stdio, nil }
 // HTTP is the OwnerFunc for streamable HTTP: the MCP session, or Anonymous without one.
 func (o *Owners) HTTP(ctx context.Context) (string, error) {
 	if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
-		return LabelValue(s.SessionID()), nil
+		id := LabelValue(s.SessionID())
+		o.mu.Lock()
+		o.sessions[s.SessionID()] = id
+		o.mu.Unlock()
+		return id, nil
 	}
 	return Anonymous, nil
+}
+
+// Forget ends a session and returns the owner it had, if it ever used one.
+func (o *Owners) Forget(sessionID string) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	id, ok := o.sessions[sessionID]
+	delete(o.sessions, sessionID)
+	return id, ok
 }
 
 // LabelValue returns id if it is a valid label value, else a stable hash of it that is.
