@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what the tests need on a fresh Debian machine with Go: Debian packages for the
+# python runtime and the stack, and a pinned Node 22 + MCP Inspector CLI under the cache.
+# Idempotent and quiet when everything is there.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/localstack/versions.sh"
+
+pkgs=(python3 python3-fastapi python3-uvicorn python3-multipart openssl util-linux procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "deps: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The Inspector CLI needs Node >= 22.19; the machine's Node may be older, so take Node 22
+# from the npm registry too. Pinned versions, installed once per cache.
+INSPECTOR_VERSION=2.12.0
+NODE_VERSION=22
+npmdir=$LOCALSTACK_CACHE/npm/inspector-$INSPECTOR_VERSION
+if command -v npm >/dev/null && [ ! -x "$npmdir/node_modules/.bin/mcp-inspector" ]; then
+  echo "deps: installing @modelcontextprotocol/inspector@$INSPECTOR_VERSION with node@$NODE_VERSION" >&2
+  mkdir -p "$npmdir"
+  (cd "$npmdir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm i --no-audit --no-fund --loglevel=error "node@$NODE_VERSION" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null)
+fi

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One command to try the server on one machine: builds the local agent-sandbox stack (cached),
+# brings it up, builds the server and serves it over HTTP on loopback, connected to the stack.
+# Usage: hack/dev.sh [CONNECTION_TYPE]   (sandboxd-in-cluster (default), gateway, direct, in-cluster)
+# Stop with Ctrl-C; `hack/localstack/stack.sh down` stops the stack.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+type=${1:-sandboxd-in-cluster}
+addr=${K8S_SANDBOX_MCP_ADDR:-127.0.0.1:8000}
+hack/deps.sh
+hack/localstack/stack.sh up >&2
+go build -o bin/k8s-sandbox-mcp .
+. hack/localstack/versions.sh
+export KUBECONFIG=$LOCALSTACK_CACHE/run/kubeconfig K8S_SANDBOX_DNS_SERVER=127.0.0.1:10053
+export K8S_SANDBOX_CONNECTION__TYPE=$type
+pool=python-pool
+case $type in
+  gateway) export K8S_SANDBOX_CONNECTION__GATEWAY_NAME=sandbox-gateway ;;
+  direct) export K8S_SANDBOX_CONNECTION__API_URL=http://127.0.0.254:80 ;;
+  in-cluster) export K8S_SANDBOX_CONNECTION__USE_POD_IP=true ;;
+  sandboxd-in-cluster) export K8S_SANDBOX_CONNECTION__MODE=in-cluster-pod-ip; pool=sandboxd-pool ;;
+  *) echo "unknown connection type $type" >&2; exit 2 ;;
+esac
+cat >&2 <<MSG
+
+k8s-sandbox-mcp ($type) at http://$addr/mcp  — warm pool "$pool" in namespace "default".
+  Claude Code:  claude mcp add --transport http k8s-sandbox http://$addr/mcp
+  Inspector:    mcp-inspector --cli http://$addr/mcp --method tools/list
+  stdio (Claude Desktop "mcpServers" entry):
+    {"k8s-sandbox": {"command": "$root/bin/k8s-sandbox-mcp",
+      "args": ["--kubeconfig", "$KUBECONFIG"],
+      "env": {"K8S_SANDBOX_CONNECTION__TYPE": "$type"$(env | grep -E '^K8S_SANDBOX_(CONNECTION__[A-Z_]+|DNS_SERVER)=' | grep -v __TYPE= | sed -E 's/^([^=]+)=(.*)$/, "\1": "\2"/' | tr -d '\n')}}}
+MSG
+exec bin/k8s-sandbox-mcp --http "$addr" --kubeconfig "$KUBECONFIG"

@@ -1,0 +1,8 @@
+# Versions of everything the local stack builds; the cache folders are keyed by them.
+KUBE_VERSION=v1.37.2
+ETCD_VERSION=v3.7.3
+AGENT_SANDBOX_VERSION=v0.5.6
+GATEWAY_API_VERSION=v1.6.3
+LOCALSTACK_CACHE=${K8S_SANDBOX_MCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-sandbox-mcp}
+KUBE_BIN=$LOCALSTACK_CACHE/bin/kube-$KUBE_VERSION-etcd-$ETCD_VERSION
+SANDBOX_BIN=$LOCALSTACK_CACHE/bin/agent-sandbox-$AGENT_SANDBOX_VERSION

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every test: installs what they need, builds the local stack's binaries (cached outside
+# the clone), then go vet and go test over the whole module. End-to-end tests bring the local
+# stack up themselves (or reuse a running one); a stack this script started is stopped after.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+hack/deps.sh
+hack/localstack/build.sh
+was_up=0
+hack/localstack/stack.sh status >/dev/null 2>&1 && was_up=1
+cleanup() { [ "$was_up" = 1 ] || hack/localstack/stack.sh down >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+go vet ./...
+go test -count=1 -timeout 45m "$@" ./...

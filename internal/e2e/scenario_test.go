@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type (
+	createResult struct {
+		SandboxClaimName string `json:"sandbox_claim_name"`
+		SandboxName      string `json:"sandbox_name"`
+	}
+	execResult struct {
+		ExitCode         int    `json:"exit_code"`
+		Stdout           string `json:"stdout"`
+		Stderr           string `json:"stderr"`
+		StdoutTotalChars int    `json:"stdout_total_chars"`
+		StdoutTruncated  bool   `json:"stdout_truncated"`
+		StderrTruncated  bool   `json:"stderr_truncated"`
+	}
+	listResult struct {
+		Entries []struct {
+			Name    string  `json:"name"`
+			Size    int64   `json:"size"`
+			Type    string  `json:"type"`
+			ModTime float64 `json:"mod_time"`
+		} `json:"entries"`
+		TotalEntries int  `json:"total_entries"`
+		Truncated    bool `json:"truncated"`
+	}
+	statusResult struct {
+		Status  string `json:"status"`
+		Ready   bool   `json:"ready"`
+		Message string `json:"message"`
+	}
+)
+
+// TestEveryToolEveryConnection runs create → execute → upload → download → list → exists →
+// status → delete through each connection type, over stdio and over HTTP, in both eras.
+func TestEveryToolEveryConnection(t *testing.T) {
+	for _, c := range connections() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ns := stack.Namespace(t)
+			t.Run("stdio", func(t *testing.T) {
+				scenario(t, stdioSession(t, c.env, ""), ns.Name, c.pool)
+			})
+			t.Run("http", func(t *testing.T) {
+				base := httpServer(t, c.env)
+				scenario(t, httpSession(t, base, "2025-11-25"), ns.Name, c.pool)
+			})
+		})
+	}
+}
+
+func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
+	t.Helper()
+	created := call[createResult](t, s, "create_sandbox", map[string]any{"warmpool": pool, "namespace": ns, "shutdown_after_seconds": 900})
+	claim := map[string]any{"sandbox_claim_name": created.SandboxClaimName, "namespace": ns}
+	if created.SandboxName == "" || created.SandboxName == created.SandboxClaimName {
+		t.Errorf("warm-pool sandbox name %q should differ from the claim name %q", created.SandboxName, created.SandboxClaimName)
+	}
+	with := func(extra map[string]any) map[string]any {
+		m := map[string]any{}
+		for k, v := range claim {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+
+	ex := call[execResult](t, s, "execute_command", with(map[string]any{
+		"command": "echo hello && echo world | tr a-z A-Z > out.txt; cat out.txt; echo 'it''s' \"$((6*7))\" >&2; exit 3"}))
+	if ex.ExitCode != 3 || ex.Stdout != "hello\nWORLD\n" || ex.Stderr != "its 42\n" || ex.StdoutTruncated {
+		t.Errorf("shell semantics: %+v", ex)
+	}
+	argv := call[execResult](t, s, "execute_command", with(map[string]any{"command": "printf", "args": []any{"%s|", "a b", "$HOME", "&&"}}))
+	if argv.Stdout != "a b|$HOME|&&|" || argv.ExitCode != 0 {
+		t.Errorf("argv exec: %+v", argv)
+	}
+	big := call[execResult](t, s, "execute_command", with(map[string]any{"command": "seq 1 100000", "max_output_chars": 1000}))
+	if !big.StdoutTruncated || big.StdoutTotalChars != 588895 || !strings.HasPrefix(big.Stdout, "1\n2\n") ||
+		!strings.HasSuffix(big.Stdout, "99999\n100000\n") || !strings.Contains(big.Stdout, "characters omitted") {
+		t.Errorf("budgeted output: total %d truncated %v", big.StdoutTotalChars, big.StdoutTruncated)
+	}
+
+	text := "line one\nünïcödé ✓\n"
+	up := call[struct {
+		BytesWritten int `json:"bytes_written"`
+	}](t, s, "upload_file", with(map[string]any{"path": "dir/sub/note.txt", "content": text}))
+	if up.BytesWritten != len(text) {
+		t.Errorf("bytes_written %d, want %d", up.BytesWritten, len(text))
+	}
+	type download struct {
+		Content   string `json:"content"`
+		BytesRead int    `json:"bytes_read"`
+	}
+	if d := call[download](t, s, "download_file", with(map[string]any{"path": "dir/sub/note.txt"})); d.Content != text || d.BytesRead != len(text) {
+		t.Errorf("text download %+v", d)
+	}
+	bin := []byte{0, 1, 2, 0xff, 0xfe, 'z'}
+	call[struct{}](t, s, "upload_file", with(map[string]any{"path": "dir/blob.bin", "content": base64.StdEncoding.EncodeToString(bin), "binary": true}))
+	if msg := callError(t, s, "download_file", with(map[string]any{"path": "dir/blob.bin"})); !strings.Contains(msg, "binary=true") {
+		t.Errorf("non-UTF-8 download without binary: %s", msg)
+	}
+	if d := call[download](t, s, "download_file", with(map[string]any{"path": "dir/blob.bin", "binary": true})); d.Content != base64.StdEncoding.EncodeToString(bin) || d.BytesRead != len(bin) {
+		t.Errorf("binary download %+v", d)
+	}
+	if msg := callError(t, s, "download_file", with(map[string]any{"path": "dir/missing.txt"})); !strings.Contains(strings.ToLower(msg), "not found") {
+		t.Errorf("missing file: %s", msg)
+	}
+
+	l := call[listResult](t, s, "list_files", with(map[string]any{"path": "dir"}))
+	if l.TotalEntries != 2 || l.Truncated || len(l.Entries) != 2 {
+		t.Fatalf("list dir: %+v", l)
+	}
+	kinds := map[string]string{}
+	for _, e := range l.Entries {
+		kinds[e.Name] = e.Type
+		if e.ModTime < 1.7e9 {
+			t.Errorf("mod_time %v of %s is not a recent POSIX time", e.ModTime, e.Name)
+		}
+		if e.Name == "blob.bin" && e.Size != int64(len(bin)) {
+			t.Errorf("size of blob.bin %d", e.Size)
+		}
+	}
+	if kinds["sub"] != "directory" || kinds["blob.bin"] != "file" {
+		t.Errorf("entry types %v", kinds)
+	}
+	if l := call[listResult](t, s, "list_files", with(map[string]any{"path": "dir", "max_entries": 1})); len(l.Entries) != 1 || !l.Truncated || l.TotalEntries != 2 {
+		t.Errorf("capped list %+v", l)
+	}
+
+	type exists struct {
+		Exists bool `json:"exists"`
+	}
+	for path, want := range map[string]bool{"dir/sub/note.txt": true, "dir/sub": true, "dir/nope": false} {
+		if e := call[exists](t, s, "file_exists", with(map[string]any{"path": path})); e.Exists != want {
+			t.Errorf("file_exists(%s) = %v, want %v", path, e.Exists, want)
+		}
+	}
+	if st := call[statusResult](t, s, "get_sandbox_status", claim); st.Status != "SandboxReady" || !st.Ready {
+		t.Errorf("status %+v", st)
+	}
+	call[struct{}](t, s, "delete_sandbox", claim)
+	if msg := callError(t, s, "get_sandbox_status", claim); !strings.Contains(msg, "not found") {
+		t.Errorf("status after delete: %s", msg)
+	}
+}

@@ -1,0 +1,162 @@
+package localstack
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+// Pool names of the stack's two runtimes, in namespace default and in every test namespace.
+const (
+	SandboxdPool = "sandboxd-pool" // sandboxd: REST podIP:8080, gRPC podIP:9090
+	PythonPool   = "python-pool"   // python runtime podIP:8888 (and sandboxd)
+	poolReplicas = 2
+)
+
+// Namespace is a test's own namespace holding templates and warm pools like namespace default.
+type Namespace struct {
+	Name  string
+	stack *Stack
+}
+
+// Namespace creates a unique namespace with the stack's templates and warm pools, waits until
+// both pools have poolReplicas ready sandboxes, and deletes it (waiting for its pods to be
+// gone) when the test ends.
+func (s *Stack) Namespace(t testing.TB) *Namespace {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: "ls-e2e-", Labels: map[string]string{"localstack.k8s-sandbox-mcp/test": "true"}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("localstack: create namespace: %v", err)
+	}
+	n := &Namespace{Name: ns.Name, stack: s}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := n.delete(ctx); err != nil {
+			t.Errorf("localstack: delete namespace %s: %v", n.Name, err)
+		}
+	})
+	if err := n.installPools(ctx); err != nil {
+		t.Fatalf("localstack: %v", err)
+	}
+	for _, pool := range []string{SandboxdPool, PythonPool} {
+		if err := s.WaitPoolReady(ctx, n.Name, pool, poolReplicas); err != nil {
+			t.Fatalf("localstack: %v", err)
+		}
+	}
+	return n
+}
+
+// installPools creates the templates and pools of hack/localstack/manifests/sandbox-pools.yaml.
+func (n *Namespace) installPools(ctx context.Context) error {
+	f, err := os.Open(filepath.Join(n.stack.RepoRoot, "hack", "localstack", "manifests", "sandbox-pools.yaml"))
+	if err != nil {
+		return fmt.Errorf("pool manifests: %w", err)
+	}
+	defer f.Close()
+	ext := n.stack.Extensions.ExtensionsV1beta1()
+	dec := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	for {
+		doc, err := dec.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("pool manifests: %w", err)
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return fmt.Errorf("pool manifests: %w", err)
+		}
+		switch meta.Kind {
+		case "SandboxTemplate":
+			var o extv1beta1.SandboxTemplate
+			if err := yaml.UnmarshalStrict(doc, &o); err != nil {
+				return fmt.Errorf("pool manifests: %w", err)
+			}
+			o.Namespace = n.Name
+			_, err = ext.SandboxTemplates(n.Name).Create(ctx, &o, metav1.CreateOptions{})
+		case "SandboxWarmPool":
+			var o extv1beta1.SandboxWarmPool
+			if err := yaml.UnmarshalStrict(doc, &o); err != nil {
+				return fmt.Errorf("pool manifests: %w", err)
+			}
+			o.Namespace = n.Name
+			_, err = ext.SandboxWarmPools(n.Name).Create(ctx, &o, metav1.CreateOptions{})
+		case "":
+			continue
+		default:
+			return fmt.Errorf("pool manifests: unexpected kind %q", meta.Kind)
+		}
+		if err != nil {
+			return fmt.Errorf("create %s: %w", meta.Kind, err)
+		}
+	}
+}
+
+// delete removes the namespace and waits until no pod of it is left (the node agent has then
+// stopped their processes).
+func (n *Namespace) delete(ctx context.Context) error {
+	err := n.stack.Kube.CoreV1().Namespaces().Delete(ctx, n.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pods, err := n.stack.Kube.CoreV1().Pods(n.Name).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return len(pods.Items) == 0, nil
+	})
+}
+
+// WaitPoolReady waits until the warm pool has exactly ready ready replicas.
+func (s *Stack) WaitPoolReady(ctx context.Context, ns, pool string, ready int32) error {
+	var last int32 = -1
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		p, err := s.Extensions.ExtensionsV1beta1().SandboxWarmPools(ns).Get(ctx, pool, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p.Status.ReadyReplicas
+		return last == ready, nil
+	})
+	if err != nil {
+		return fmt.Errorf("warm pool %s/%s: %d ready, want %d: %w", ns, pool, last, ready, err)
+	}
+	return nil
+}
+
+// DaemonPIDs returns the PIDs the node agent runs for a pod, by daemon name
+// ("sandboxd", "python"), from the pod's PIDsAnnotation.
+func (s *Stack) DaemonPIDs(ctx context.Context, ns, pod string) (map[string]int, error) {
+	p, err := s.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get pod: %w", err)
+	}
+	return parsePIDs(p.Annotations[PIDsAnnotation])
+}
+
+// PodDir is the host directory of a pod (its workspace/ and app/ subdirectories are
+// sandboxd's root and the python runtime's /app).
+func (s *Stack) PodDir(p *corev1.Pod) string {
+	return filepath.Join(s.Env["PODS_DIR"], p.Namespace+"_"+p.Name+"_"+string(p.UID))
+}

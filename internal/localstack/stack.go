@@ -1,0 +1,174 @@
+// Package localstack gives end-to-end tests the project's local agent-sandbox stack
+// (hack/localstack/stack.sh): a real kube-apiserver, the real agent-sandbox controller and
+// router, and a node agent running the real sandbox daemons as host processes. The stack is
+// global per machine: Start brings it up once and every test package reuses it; each test
+// gets its own namespace with its own warm pools.
+package localstack
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	sandboxclient "sigs.k8s.io/agent-sandbox/clients/k8s/clientset/versioned"
+	extclient "sigs.k8s.io/agent-sandbox/clients/k8s/extensions/clientset/versioned"
+)
+
+// PIDsAnnotation is the pod annotation where the node agent records its daemons' PIDs.
+const PIDsAnnotation = "localstack.k8s-sandbox-mcp/pids"
+
+// Stack is a running local stack.
+type Stack struct {
+	Kubeconfig string
+	// Env holds the KEY=VALUE lines of the stack's run/env file: KUBECONFIG, APISERVER_URL,
+	// ROUTER_URL, GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_ADDRESS, K8S_SANDBOX_DNS_SERVER,
+	// NODE_NAME, RUN_DIR, PODS_DIR, UID_BASE, SANDBOXD_POOL, PYTHON_POOL and CONN_<KIND>.
+	Env        map[string]string
+	RestConfig *rest.Config
+	Kube       kubernetes.Interface
+	Sandboxes  sandboxclient.Interface // agents.x-k8s.io
+	Extensions extclient.Interface     // extensions.agents.x-k8s.io
+	RepoRoot   string
+}
+
+// Start brings the stack up with `hack/localstack/stack.sh up` (which reuses a healthy
+// stack and serialises concurrent callers with a file lock) and connects to it. A cold
+// build of the binaries takes many minutes; a warm start well under 30 s.
+func Start(ctx context.Context) (*Stack, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{RepoRoot: root}
+	if _, err := s.script(ctx, "up"); err != nil {
+		return nil, err
+	}
+	if s.Env, err = readEnv(ctx, filepath.Join(root, "hack", "localstack")); err != nil {
+		return nil, err
+	}
+	s.Kubeconfig = s.Env["KUBECONFIG"]
+	if s.RestConfig, err = clientcmd.BuildConfigFromFlags("", s.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("localstack kubeconfig: %w", err)
+	}
+	s.RestConfig.QPS, s.RestConfig.Burst = 50, 100
+	if s.Kube, err = kubernetes.NewForConfig(s.RestConfig); err != nil {
+		return nil, fmt.Errorf("localstack client: %w", err)
+	}
+	if s.Sandboxes, err = sandboxclient.NewForConfig(s.RestConfig); err != nil {
+		return nil, fmt.Errorf("localstack client: %w", err)
+	}
+	if s.Extensions, err = extclient.NewForConfig(s.RestConfig); err != nil {
+		return nil, fmt.Errorf("localstack client: %w", err)
+	}
+	return s, nil
+}
+
+// Connection returns the K8S_SANDBOX_* settings of one connection type: GATEWAY, DIRECT,
+// IN_CLUSTER_POD_IP, IN_CLUSTER_DNS, SANDBOXD_POD_IP or SANDBOXD_SERVICE.
+func (s *Stack) Connection(kind string) (map[string]string, error) {
+	v, ok := s.Env["CONN_"+kind]
+	if !ok {
+		return nil, fmt.Errorf("localstack: unknown connection kind %q", kind)
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(v, ",") {
+		k, val, _ := strings.Cut(kv, "=")
+		out[k] = val
+	}
+	return out, nil
+}
+
+// StopAPIServer stops kube-apiserver alone. It disturbs every test that uses the stack at
+// the same time; `stack.sh up` (hence Start) waits until StartAPIServer instead of rebuilding.
+func (s *Stack) StopAPIServer() error {
+	_, err := s.script(context.Background(), "apiserver-stop")
+	return err
+}
+
+// StartAPIServer restarts kube-apiserver after StopAPIServer and waits until it is ready.
+func (s *Stack) StartAPIServer() error {
+	_, err := s.script(context.Background(), "apiserver-start")
+	return err
+}
+
+// script runs stack.sh with its output captured: the stack's daemons must not inherit the
+// test's stdout/stderr, or `go test` would wait for them to exit.
+func (s *Stack) script(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.RepoRoot, "hack", "localstack", "stack.sh"), args...)
+	cmd.Dir = s.RepoRoot
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), fmt.Errorf("stack.sh %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.Bytes(), nil
+}
+
+// readEnv parses the stack's run/env file, located with `stack.sh`'s own cache logic.
+func readEnv(ctx context.Context, dir string) (map[string]string, error) {
+	cmd := exec.CommandContext(ctx, "bash", "-c", `. ./versions.sh && echo "$LOCALSTACK_CACHE/run/env"`)
+	cmd.Dir = dir
+	path, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("locate localstack env: %w", err)
+	}
+	f, err := os.Open(strings.TrimSpace(string(path)))
+	if err != nil {
+		return nil, fmt.Errorf("localstack env: %w", err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			env[k] = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("localstack env: %w", err)
+	}
+	if env["KUBECONFIG"] == "" {
+		return nil, fmt.Errorf("localstack env %s has no KUBECONFIG", strings.TrimSpace(string(path)))
+	}
+	return env, nil
+}
+
+// repoRoot is two levels above this source file.
+func repoRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("localstack: cannot locate the repository")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "hack", "localstack", "stack.sh")); err != nil {
+		return "", fmt.Errorf("localstack: %w", err)
+	}
+	return filepath.Abs(root)
+}
+
+// parsePIDs parses "sandboxd=123,python=456".
+func parsePIDs(v string) (map[string]int, error) {
+	out := map[string]int{}
+	if v == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(v, ",") {
+		k, pv, ok := strings.Cut(kv, "=")
+		pid, err := strconv.Atoi(pv)
+		if !ok || k == "" || err != nil || pid <= 0 {
+			return nil, fmt.Errorf("bad %s entry %q", PIDsAnnotation, kv)
+		}
+		out[k] = pid
+	}
+	return out, nil
+}
