@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/cleanup"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/config"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
@@ -43,6 +47,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (default $K8S_SANDBOX_LOG_LEVEL or info)")
 	logFormat := fs.String("log-format", "auto", "auto, json or console (auto: console when stderr is a terminal)")
 	sessionTTL := fs.Duration("session-idle-ttl", 30*time.Minute, "HTTP: close sessions idle this long")
+	insecureNoAuth := fs.Bool("insecure-no-auth", false, "HTTP: allow a non-loopback --http address without authentication (warns on every start)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	kflags := genericclioptions.NewConfigFlags(true)
 	kflags.AddFlags(fs)
@@ -73,6 +78,46 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	for _, name := range cfg.Unknown {
 		log.Warn().Str("variable", name).Msg("unknown setting ignored (typo?)")
 	}
+	// config leaves AUTH__ and HTTP__ names to their packages; flag typos among them here.
+	httpLayer := map[string]bool{}
+	for _, name := range append(auth.Variables(), serve.Variables()...) {
+		httpLayer[name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Vars)) {
+		if (strings.HasPrefix(name, config.Prefix+"AUTH__") || strings.HasPrefix(name, config.Prefix+"HTTP__")) && !httpLayer[name] {
+			log.Warn().Str("variable", name).Msg("unknown setting ignored (typo?)")
+		}
+	}
+	authCfg, err := auth.LoadConfig(cfg.Vars)
+	if err != nil {
+		fmt.Fprintf(stderr, "k8s-sandbox-mcp: %v\n", err)
+		return 2
+	}
+	httpSet, err := serve.LoadHTTPSettings(cfg.Vars)
+	if err != nil {
+		fmt.Fprintf(stderr, "k8s-sandbox-mcp: %v\n", err)
+		return 2
+	}
+	var authn *auth.Authenticator // nil: HTTP without authentication
+	if *httpAddr != "" {
+		warn, err := serve.CheckExposure(*httpAddr, authCfg.Enabled(), *insecureNoAuth)
+		if err != nil {
+			fmt.Fprintf(stderr, "k8s-sandbox-mcp: %v\n", err)
+			return 2
+		}
+		if warn != "" {
+			log.Warn().Msg(warn)
+		}
+		if authCfg.Enabled() {
+			if authn, err = auth.New(authCfg, auth.Options{ListenAddr: *httpAddr, Log: log}); err != nil {
+				fmt.Fprintf(stderr, "k8s-sandbox-mcp: %v\n", err)
+				return 2
+			}
+			if err := authn.Check(ctx); err != nil {
+				log.Warn().Err(err).Msg("OIDC issuer keys not loaded yet: JWTs are refused until they are (static tokens work)")
+			}
+		}
+	}
 	if !kube.ValidLabelKey(cfg.SessionLabelKey) {
 		fmt.Fprintf(stderr, "k8s-sandbox-mcp: %sSESSION_ID_LABEL_KEY %q is not a valid Kubernetes label key\n", config.Prefix, cfg.SessionLabelKey)
 		return 2
@@ -100,7 +145,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	defer sandboxes.Close()
 
 	log = log.With().Str("connection", cfg.Connection.Type).Logger()
-	owners := owner.New()
+	owners := owner.New(cfg.StdioOwner)
 	janitor := cleanup.New(claims, log, 60*time.Second)
 	deps := tools.Deps{
 		Claims: claims, Conn: sandboxes, DefaultNamespace: defaultNS, Log: log,
@@ -129,10 +174,14 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 			janitor.ReleaseAsync(id, "session ended")
 		}
 	})
-	s := tools.NewServer(deps, version(), server.WithHooks(hooks))
+	s := tools.NewServer(deps, version(), server.WithHooks(hooks),
+		server.WithToolHandlerMiddleware(serve.LimitConcurrency(httpSet.MaxConcurrentCalls, serve.CallerKey)))
 	health := &serve.Health{Prober: claims, Namespace: cfg.ProbeNamespace, Log: log}
 	health.MarkReady()
-	err = serve.HTTP(ctx, s, serve.HTTPOptions{Addr: *httpAddr, Health: health, Log: log, SessionTTL: *sessionTTL})
+	err = serve.HTTP(ctx, s, serve.HTTPOptions{
+		Addr: *httpAddr, Health: health, Log: log, SessionTTL: *sessionTTL,
+		Settings: httpSet, Auth: authn,
+	})
 	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	janitor.Wait(wctx)
 	cancel()

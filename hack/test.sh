@@ -12,4 +12,9 @@ hack/localstack/stack.sh status >/dev/null 2>&1 && was_up=1
 cleanup() { [ "$was_up" = 1 ] || hack/localstack/stack.sh down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 go vet ./...
-go test -count=1 -timeout 45m "$@" ./...
+# Packages that share the one local stack run one at a time (one of them stops and restarts the
+# API server); everything else runs in parallel first.
+stackpkgs=(./internal/localstack ./internal/e2e)
+mapfile -t others < <(go list ./... | grep -v -e '/internal/localstack$' -e '/internal/e2e$')
+go test -count=1 -timeout 20m "$@" "${others[@]}"
+go test -count=1 -timeout 45m -p 1 "$@" "${stackpkgs[@]}"

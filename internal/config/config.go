@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/joho/godotenv"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 )
@@ -34,6 +35,7 @@ type Config struct {
 	MaxShutdownAfter     time.Duration // K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS (0: no cap)
 	AllowNoShutdown      bool          // K8S_SANDBOX_ALLOW_NO_SHUTDOWN (default: true unless a max is set)
 	KeepOnSessionEnd     bool          // K8S_SANDBOX_KEEP_SANDBOXES_ON_SESSION_END
+	StdioOwner           string        // K8S_SANDBOX_STDIO_OWNER (default: random per process)
 	// Vars are every upper-cased variable seen, for packages that read their own settings.
 	Vars map[string]string
 	// Unknown lists K8S_SANDBOX_* variables nobody reads (likely typos), for a warning.
@@ -96,6 +98,10 @@ func Parse(vars map[string]string) (Config, error) {
 	c.MaxShutdownAfter = time.Duration(p.integer("MAX_SHUTDOWN_AFTER_SECONDS", 0, 0, 10*365*24*3600)) * time.Second
 	c.AllowNoShutdown = p.boolean("ALLOW_NO_SHUTDOWN", c.MaxShutdownAfter == 0)
 	c.KeepOnSessionEnd = p.boolean("KEEP_SANDBOXES_ON_SESSION_END", false)
+	c.StdioOwner = p.str("STDIO_OWNER", "")
+	if c.StdioOwner != "" && len(validation.IsValidLabelValue(c.StdioOwner)) > 0 {
+		p.fail("STDIO_OWNER", "must be a valid Kubernetes label value (at most 63 letters, digits, '-', '_', '.'), got %q", c.StdioOwner)
+	}
 	cc := conn.Config{
 		Type:          p.str("CONNECTION__TYPE", ""),
 		ClusterDomain: p.str("CLUSTER_DOMAIN", "cluster.local"),

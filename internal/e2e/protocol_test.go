@@ -145,7 +145,7 @@ func TestCancellation(t *testing.T) {
 				marker := fmt.Sprintf("300.%06d", rand.IntN(1000000))
 				ctx, cancel := context.WithCancel(t.Context())
 				go func() {
-					waitFor(t, 20*time.Second, func() bool { return len(processes("sleep " + marker)) > 0 })
+					waitFor(t, 20*time.Second, func() bool { return len(processes("sleep "+marker)) > 0 })
 					time.Sleep(time.Second)
 					cancel()
 				}()

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -27,10 +29,14 @@ type Owners struct {
 
 // New mints this process's stdio owner id. mcp-go names every stdio session "stdio", which
 // would make every laptop's server share (and see) each other's sandboxes.
-func New() *Owners {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return &Owners{stdio: "stdio-" + hex.EncodeToString(b), sessions: map[string]string{}}
+// A fixed stdioID (K8S_SANDBOX_STDIO_OWNER) lets a user reattach to sandboxes across restarts.
+func New(stdioID string) *Owners {
+	if stdioID == "" {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		stdioID = "stdio-" + hex.EncodeToString(b)
+	}
+	return &Owners{stdio: stdioID, sessions: map[string]string{}}
 }
 
 // StdioID is the per-process owner id.
@@ -39,7 +45,9 @@ func (o *Owners) StdioID() string { return o.stdio }
 // Stdio is the OwnerFunc for stdio: one owner per process.
 func (o *Owners) Stdio(context.Context) (string, error) { return o.stdio, nil }
 
-// HTTP is the OwnerFunc for streamable HTTP: the MCP session, or Anonymous without one.
+// HTTP is the OwnerFunc for streamable HTTP: the MCP session (which the HTTP layer binds to
+// the principal that opened it); without a session (the 2026-07-28 protocol) the
+// authenticated principal; without either, Anonymous.
 func (o *Owners) HTTP(ctx context.Context) (string, error) {
 	if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		id := LabelValue(s.SessionID())
@@ -47,6 +55,10 @@ func (o *Owners) HTTP(ctx context.Context) (string, error) {
 		o.sessions[s.SessionID()] = id
 		o.mu.Unlock()
 		return id, nil
+	}
+	if p, ok := auth.PrincipalFrom(ctx); ok && p != "" {
+		// The prefix keeps a principal from ever colliding with a session id.
+		return LabelValue("p-" + string(p)), nil
 	}
 	return Anonymous, nil
 }

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	stdlog "log"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth"
 )
 
 // HTTPOptions configure the streamable HTTP transport.
@@ -21,34 +21,77 @@ type HTTPOptions struct {
 	Log         zerolog.Logger
 	SessionTTL  time.Duration // idle sessions are closed (and their cleanup hooks run) after this
 	ContextFunc server.HTTPContextFunc
+	Settings    HTTPSettings // zero fields take defaults
+	// Auth authenticates /mcp and serves the RFC 9728 metadata; nil serves without
+	// authentication (CheckExposure decides whether that is acceptable).
+	Auth *auth.Authenticator
 	// Ready, when set, receives the bound address once listening (tests use port 0).
 	Ready func(addr net.Addr)
 }
 
-// HTTP serves s at /mcp plus /healthz and /readyz until ctx ends, then shuts down gracefully.
-func HTTP(ctx context.Context, s *server.MCPServer, o HTTPOptions) error {
+// Handler is the HTTP surface: /mcp behind Origin check, authentication, session binding and
+// the body cap; /healthz, /readyz and the OAuth metadata unauthenticated.
+type Handler struct {
+	mux *http.ServeMux
+	mcp *server.StreamableHTTPServer
+}
+
+// NewHandler assembles the routes; Shutdown must be called when done.
+func NewHandler(s *server.MCPServer, o HTTPOptions) *Handler {
+	set := o.Settings.withDefaults()
+	sess := newSessions()
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath("/mcp"),
-		server.WithStateful(true),
+		server.WithSessionIdManagerResolver(sess),
 	}
 	if o.SessionTTL > 0 {
 		opts = append(opts, server.WithSessionIdleTTL(o.SessionTTL))
 	}
+	// Not needed for the principal: mcp-go derives every handler's context from the
+	// request's, which the auth middleware has already enriched.
 	if o.ContextFunc != nil {
 		opts = append(opts, server.WithHTTPContextFunc(o.ContextFunc))
 	}
-	h := server.NewStreamableHTTPServer(s, opts...)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	mux.HandleFunc("GET /healthz", o.Health.Healthz)
-	mux.HandleFunc("GET /readyz", o.Health.Readyz)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	h := &Handler{mux: http.NewServeMux(), mcp: server.NewStreamableHTTPServer(s, opts...)}
+	var endpoint http.Handler = sess.guard(bodyLimit(set.MaxBodyBytes, cancelAck(h.mcp)))
+	if o.Auth != nil {
+		endpoint = o.Auth.Middleware(endpoint)
+		o.Auth.Register(h.mux)
+	}
+	h.mux.Handle("/mcp", originGuard(set.AllowedOrigins, endpoint))
+	if o.Health != nil {
+		h.mux.HandleFunc("GET /healthz", o.Health.Healthz)
+		h.mux.HandleFunc("GET /readyz", o.Health.Readyz)
+	}
+	return h
+}
 
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Shutdown closes the MCP sessions, running their cleanup hooks.
+func (h *Handler) Shutdown(ctx context.Context) error { return h.mcp.Shutdown(ctx) }
+
+// HTTP serves s at /mcp plus /healthz and /readyz until ctx ends, then shuts down gracefully.
+func HTTP(ctx context.Context, s *server.MCPServer, o HTTPOptions) error {
+	h := NewHandler(s, o)
+	// No WriteTimeout: it would cut off a tool call that streams progress for minutes.
+	// ReadTimeout is safe: net/http lifts the read deadline once the body has been read.
+	srv := &http.Server{
+		Handler:           h,
+		ReadTimeout:       o.Settings.withDefaults().ReadTimeout,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Addr, err)
 	}
-	o.Log.Info().Str("addr", ln.Addr().String()).Str("endpoint", "http://"+ln.Addr().String()+"/mcp").Msg("serving streamable HTTP")
+	ev := o.Log.Info().Str("addr", ln.Addr().String()).Str("endpoint", "http://"+ln.Addr().String()+"/mcp").Bool("authentication", o.Auth != nil)
+	if o.Auth != nil {
+		ev = ev.Str("resource", o.Auth.Resource())
+	}
+	ev.Msg("serving streamable HTTP")
 	if o.Ready != nil {
 		o.Ready(ln.Addr())
 	}
@@ -69,17 +112,4 @@ func HTTP(ctx context.Context, s *server.MCPServer, o HTTPOptions) error {
 		return err
 	}
 	return errors.Join(herr, serr)
-}
-
-// Stdio serves s over stdin/stdout until EOF or ctx ends.
-func Stdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, log zerolog.Logger) error {
-	ss := server.NewStdioServer(s)
-	ss.SetErrorLogger(stdlog.New(log, "", 0))
-	// Long commands occupy a worker each; the default pool of 5 would queue a sixth call.
-	server.WithWorkerPoolSize(32)(ss)
-	err := ss.Listen(ctx, in, out)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
 }

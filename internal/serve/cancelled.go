@@ -1,0 +1,46 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// cancelAck answers a sessionless (2026-07-28) notifications/cancelled that carries no
+// _meta protocol version with 202. mcp-go rejects such a notification with 400, and the
+// go-sdk client (v1.8) sends exactly that when a call's context ends, then treats the 400 as
+// fatal and closes its whole connection. Nothing is lost by accepting it: over HTTP the
+// cancelled call's request is already closed, which cancels the handler's context.
+func cancelAck(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body) // already bounded by bodyLimit
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if err == nil && isBareCancel(body) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isBareCancel(body []byte) bool {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.ID != nil || msg.Method != "notifications/cancelled" {
+		return false
+	}
+	_, versioned := msg.Params.Meta[mcp.MetaKeyProtocolVersion]
+	return !versioned
+}

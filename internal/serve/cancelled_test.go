@@ -1,0 +1,42 @@
+package serve
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestCancelAck(t *testing.T) {
+	tests := []struct {
+		name, version, body string
+		want                int
+	}{
+		{"modern bare cancel", "2026-07-28", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"ctx"}}`, http.StatusAccepted},
+		{"modern cancel with meta goes on", "2026-07-28", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, http.StatusTeapot},
+		{"session era goes on", "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`, http.StatusTeapot},
+		{"a request goes on", "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"notifications/cancelled"}`, http.StatusTeapot},
+		{"another notification goes on", "2026-07-28", `{"jsonrpc":"2.0","method":"notifications/progress"}`, http.StatusTeapot},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen string
+			h := cancelAck(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				seen = string(b)
+				w.WriteHeader(http.StatusTeapot)
+			}))
+			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(tt.body))
+			req.Header.Set("Mcp-Protocol-Version", tt.version)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.want {
+				t.Fatalf("status %d, want %d", rec.Code, tt.want)
+			}
+			if tt.want == http.StatusTeapot && seen != tt.body {
+				t.Errorf("body not passed on intact: %q", seen)
+			}
+		})
+	}
+}

@@ -1,0 +1,103 @@
+package serve
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth"
+)
+
+func TestConcurrencyLimitPerPrincipal(t *testing.T) {
+	e := newEnv(t, envOpts{settings: HTTPSettings{MaxConcurrentCalls: 2}})
+	alice := e.client(t, tokAlice)
+	bob := e.client(t, tokBob)
+	for _, c := range []*client{alice, bob} {
+		if code := c.initialize(); code != http.StatusOK {
+			t.Fatalf("initialize: %d", code)
+		}
+	}
+	var wg sync.WaitGroup
+	results := make(chan callResult, 2)
+	for range 2 {
+		wg.Go(func() { results <- alice.call("block", nil) })
+	}
+	for range 2 {
+		select {
+		case p := <-e.started:
+			if p != "alice" {
+				t.Fatalf("block started for %q", p)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("blocking calls did not start")
+		}
+	}
+
+	got := alice.call("whoami", nil)
+	want := "too many concurrent calls for this principal (limit 2); wait for one to finish"
+	if got.status != http.StatusOK || !got.isError || got.text != want {
+		t.Errorf("third call for alice: %+v", got)
+	}
+	if got := bob.call("whoami", nil); got.isError || got.text != "bob|"+bob.session {
+		t.Errorf("bob is limited by alice's calls: %+v", got)
+	}
+
+	close(e.release)
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.isError || r.text != "released" {
+			t.Errorf("blocked call: %+v", r)
+		}
+	}
+	if got := alice.call("whoami", nil); got.isError || got.text != "alice|"+alice.session {
+		t.Errorf("alice after her calls finished: %+v", got)
+	}
+}
+
+func TestLimitConcurrencyUnit(t *testing.T) {
+	ctx := context.Background()
+	if got := CallerKey(auth.WithPrincipal(ctx, "alice")); got != "principal:alice" {
+		t.Errorf("CallerKey with principal = %q", got)
+	}
+	if got := CallerKey(ctx); got != "anonymous" {
+		t.Errorf("CallerKey without anything = %q", got)
+	}
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	slow := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		entered <- struct{}{}
+		<-release
+		return mcp.NewToolResultText("done"), nil
+	}
+	for _, tc := range []struct {
+		n, calls, refused int
+	}{{n: 1, calls: 3, refused: 2}, {n: 3, calls: 3, refused: 0}, {n: 0, calls: 3, refused: 0}} {
+		h := LimitConcurrency(tc.n, func(context.Context) string { return "k" })(slow)
+		results := make(chan *mcp.CallToolResult, tc.calls)
+		var wg sync.WaitGroup
+		for range tc.calls {
+			wg.Go(func() { r, _ := h(ctx, mcp.CallToolRequest{}); results <- r })
+		}
+		for range tc.calls - tc.refused {
+			<-entered
+		}
+		// Refused calls return without entering; wait for them before releasing the rest.
+		refused := 0
+		for range tc.refused {
+			if r := <-results; r.IsError {
+				refused++
+			}
+		}
+		close(release)
+		wg.Wait()
+		release = make(chan struct{})
+		if refused != tc.refused {
+			t.Errorf("n=%d: %d refused, want %d", tc.n, refused, tc.refused)
+		}
+	}
+}

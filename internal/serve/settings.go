@@ -1,0 +1,110 @@
+package serve
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Variable names of the HTTP hardening settings.
+const (
+	VarAllowedOrigins     = "K8S_SANDBOX_HTTP__ALLOWED_ORIGINS"
+	VarMaxBodyBytes       = "K8S_SANDBOX_HTTP__MAX_BODY_BYTES"
+	VarMaxConcurrentCalls = "K8S_SANDBOX_HTTP__MAX_CONCURRENT_CALLS"
+	VarReadTimeout        = "K8S_SANDBOX_HTTP__READ_TIMEOUT"
+)
+
+// Variables lists every variable LoadHTTPSettings reads.
+func Variables() []string {
+	return []string{VarAllowedOrigins, VarMaxBodyBytes, VarMaxConcurrentCalls, VarReadTimeout}
+}
+
+// HTTPSettings harden the HTTP transport. Zero fields take the defaults.
+type HTTPSettings struct {
+	// AllowedOrigins are exact origins (scheme://host[:port]) allowed besides loopback ones.
+	AllowedOrigins []string
+	// MaxBodyBytes caps a request body (default 8 MiB: an upload_file of ~6 MiB in base64).
+	MaxBodyBytes int64
+	// MaxConcurrentCalls caps tool calls in flight per principal (default 8), see LimitConcurrency.
+	MaxConcurrentCalls int
+	// ReadTimeout bounds reading one request, headers and body (default 60 s), against
+	// slow-drip clients. It does not limit how long a tool call or its stream runs.
+	ReadTimeout time.Duration
+}
+
+func (s HTTPSettings) withDefaults() HTTPSettings {
+	if s.MaxBodyBytes <= 0 {
+		s.MaxBodyBytes = 8 << 20
+	}
+	if s.MaxConcurrentCalls <= 0 {
+		s.MaxConcurrentCalls = 8
+	}
+	if s.ReadTimeout <= 0 {
+		s.ReadTimeout = 60 * time.Second
+	}
+	return s
+}
+
+// LoadHTTPSettings reads the K8S_SANDBOX_HTTP__* settings from upper-cased variable names.
+func LoadHTTPSettings(vars map[string]string) (HTTPSettings, error) {
+	var s HTTPSettings
+	get := func(name string) string { return strings.TrimSpace(vars[name]) }
+	integer := func(name string, lo, hi int64) (int64, error) {
+		v := get(name)
+		if v == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return 0, fmt.Errorf("%s must be an integer from %d to %d, got %q", name, lo, hi, v)
+		}
+		return n, nil
+	}
+	var err error
+	if s.MaxBodyBytes, err = integer(VarMaxBodyBytes, 64<<10, 1<<30); err != nil {
+		return HTTPSettings{}, err
+	}
+	n, err := integer(VarMaxConcurrentCalls, 1, 1024)
+	if err != nil {
+		return HTTPSettings{}, err
+	}
+	s.MaxConcurrentCalls = int(n)
+	if n, err = integer(VarReadTimeout, 1, 3600); err != nil {
+		return HTTPSettings{}, err
+	}
+	s.ReadTimeout = time.Duration(n) * time.Second
+	for _, o := range strings.Split(get(VarAllowedOrigins), ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		norm, ok := normalizeOrigin(o)
+		if !ok {
+			return HTTPSettings{}, fmt.Errorf("%s: %q is not an origin; write scheme://host[:port], e.g. https://app.example.com (no path, no wildcard)", VarAllowedOrigins, o)
+		}
+		s.AllowedOrigins = append(s.AllowedOrigins, norm)
+	}
+	return s.withDefaults(), nil
+}
+
+// normalizeOrigin lower-cases scheme and host and drops a default port, so the allowlist
+// and the browser's Origin header compare equal however the operator wrote them.
+func normalizeOrigin(o string) (string, bool) {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.Contains(u.Host, "*") {
+		return "", false
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host, true
+}

@@ -1,0 +1,76 @@
+package serve
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadHTTPSettings(t *testing.T) {
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		want    HTTPSettings
+		wantErr string
+	}{
+		{name: "defaults", vars: map[string]string{},
+			want: HTTPSettings{MaxBodyBytes: 8 << 20, MaxConcurrentCalls: 8, ReadTimeout: time.Minute}},
+		{name: "all set", vars: map[string]string{
+			VarAllowedOrigins: " https://App.Example.com:443, http://tool.local:8080/ ,", VarMaxBodyBytes: "1048576",
+			VarMaxConcurrentCalls: "3", VarReadTimeout: "5"},
+			want: HTTPSettings{AllowedOrigins: []string{"https://app.example.com", "http://tool.local:8080"},
+				MaxBodyBytes: 1 << 20, MaxConcurrentCalls: 3, ReadTimeout: 5 * time.Second}},
+		{name: "origin with path", vars: map[string]string{VarAllowedOrigins: "https://app.example.com/ui"}, wantErr: VarAllowedOrigins + `: "https://app.example.com/ui" is not an origin`},
+		{name: "wildcard origin", vars: map[string]string{VarAllowedOrigins: "*"}, wantErr: VarAllowedOrigins + `: "*" is not an origin`},
+		{name: "subdomain wildcard", vars: map[string]string{VarAllowedOrigins: "https://*.example.com"}, wantErr: "is not an origin"},
+		{name: "body too small", vars: map[string]string{VarMaxBodyBytes: "1000"}, wantErr: VarMaxBodyBytes + " must be an integer from 65536"},
+		{name: "calls not a number", vars: map[string]string{VarMaxConcurrentCalls: "many"}, wantErr: VarMaxConcurrentCalls + " must be an integer from 1 to 1024"},
+		{name: "timeout zero", vars: map[string]string{VarReadTimeout: "0"}, wantErr: VarReadTimeout + " must be an integer from 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := LoadHTTPSettings(tc.vars)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckExposure(t *testing.T) {
+	tests := []struct {
+		addr           string
+		auth, insecure bool
+		wantErr, warn  bool
+	}{
+		{addr: "127.0.0.1:8000"},
+		{addr: "localhost:8000"},
+		{addr: "[::1]:8000"},
+		{addr: "127.0.0.1:8000", insecure: true},
+		{addr: "0.0.0.0:8000", wantErr: true},
+		{addr: ":8000", wantErr: true},
+		{addr: "[::]:8000", wantErr: true},
+		{addr: "10.1.2.3:8000", wantErr: true},
+		{addr: "mcp.internal:8000", wantErr: true},
+		{addr: "0.0.0.0:8000", auth: true},
+		{addr: ":8000", insecure: true, warn: true},
+		{addr: "mcp.internal:8000", insecure: true, warn: true},
+		{addr: "8000", wantErr: true},
+	}
+	for _, tc := range tests {
+		warn, err := CheckExposure(tc.addr, tc.auth, tc.insecure)
+		if (err != nil) != tc.wantErr || (warn != "") != tc.warn {
+			t.Errorf("CheckExposure(%q, auth=%v, insecure=%v) = %q, %v", tc.addr, tc.auth, tc.insecure, warn, err)
+		}
+		if err != nil && tc.addr != "8000" && !strings.Contains(err.Error(), "--insecure-no-auth") {
+			t.Errorf("error does not name the way out: %v", err)
+		}
+	}
+}
