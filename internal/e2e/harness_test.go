@@ -110,8 +110,15 @@ func stdioSession(t *testing.T, env []string, version string) *mcp.ClientSession
 	return cs
 }
 
-// httpServer starts the server with --http on a free loopback port and returns its /mcp URL.
-func httpServer(t *testing.T, env []string) string {
+// httpServer starts the server with --http on a free loopback port and returns its base URL.
+func httpServer(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	_, base := startServer(t, env, args...)
+	return base
+}
+
+// startServer is httpServer that also returns the process, for tests that signal it.
+func startServer(t *testing.T, env []string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,7 +126,7 @@ func httpServer(t *testing.T, env []string) string {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(binary, "--http", addr)
+	cmd := exec.Command(binary, append([]string{"--http", addr}, args...)...)
 	cmd.Env = serverEnv(env...)
 	cmd.Stderr = serverLog(t)
 	if err := cmd.Start(); err != nil {
@@ -142,7 +149,7 @@ func httpServer(t *testing.T, env []string) string {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return "http://" + addr
+				return cmd, "http://" + addr
 			}
 		}
 		if time.Now().After(deadline) {
