@@ -7,6 +7,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 )
 
 type fileArgs struct {
@@ -40,6 +42,32 @@ func fileSchema(extra map[string]prop, required ...string) map[string]prop {
 	return props
 }
 
+// onSandbox runs the steps every file tool shares: validate the timeout and path (and the
+// tool's own check, invalid), resolve the caller's claim, then run do against its sandbox
+// within the timeout. It returns the failure result, or nil when do succeeded.
+func (d Deps) onSandbox(ctx context.Context, op string, a fileArgs, invalid error, do func(context.Context, conn.Target) error) *mcp.CallToolResult {
+	to, err := timeout("timeout", a.Timeout, defaultTimeout)
+	if err == nil {
+		err = invalid
+	}
+	if err == nil && a.Path == "" {
+		err = badInput("path is required (use \".\" for the working directory)")
+	}
+	if err != nil {
+		return failure(op, claimRef{}, err)
+	}
+	c, ref, err := d.resolve(ctx, a.claimArgs)
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, to)
+		err = do(cctx, target(c))
+		cancel()
+	}
+	if err != nil {
+		return failure(op, ref, err)
+	}
+	return nil
+}
+
 func uploadTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("upload_file",
 		mcp.WithToolTitle("Write a file into a sandbox"),
@@ -69,21 +97,10 @@ func uploadTool(d Deps) server.ServerTool {
 					"Encode the bytes with base64, or pass text with binary=false.", err)), nil
 			}
 		}
-		to, err := timeout("timeout", a.Timeout, defaultTimeout)
-		if err == nil && a.Path == "" {
-			err = badInput("path is required")
-		}
-		if err != nil {
-			return failure(op, claimRef{}, err), nil
-		}
-		c, ref, err := d.resolve(ctx, a.claimArgs)
-		if err == nil {
-			cctx, cancel := context.WithTimeout(ctx, to)
-			err = d.Conn.Upload(cctx, target(c), a.Path, data)
-			cancel()
-		}
-		if err != nil {
-			return failure(op, ref, err), nil
+		if fail := d.onSandbox(ctx, op, a, nil, func(ctx context.Context, t conn.Target) error {
+			return d.Conn.Upload(ctx, t, a.Path, data)
+		}); fail != nil {
+			return fail, nil
 		}
 		return structured(UploadResult{BytesWritten: len(data)}), nil
 	}}
@@ -109,28 +126,18 @@ func downloadTool(d Deps) server.ServerTool {
 		if err := bind(req, &a); err != nil {
 			return failure(op, claimRef{}, err), nil
 		}
-		to, err := timeout("timeout", a.Timeout, defaultTimeout)
-		if err == nil && a.Path == "" {
-			err = badInput("path is required")
-		}
-		if err != nil {
-			return failure(op, claimRef{}, err), nil
-		}
-		c, ref, err := d.resolve(ctx, a.claimArgs)
 		var data []byte
-		if err == nil {
-			cctx, cancel := context.WithTimeout(ctx, to)
-			data, err = d.Conn.Download(cctx, target(c), a.Path, d.maxDownload())
-			cancel()
-		}
-		if err != nil {
-			return failure(op, ref, err), nil
+		if fail := d.onSandbox(ctx, op, a, nil, func(ctx context.Context, t conn.Target) (err error) {
+			data, err = d.Conn.Download(ctx, t, a.Path, d.maxDownload())
+			return err
+		}); fail != nil {
+			return fail, nil
 		}
 		if a.Binary {
 			return structured(DownloadResult{Content: base64.StdEncoding.EncodeToString(data), BytesRead: len(data)}), nil
 		}
 		if !utf8.Valid(data) {
-			return failure(op, ref, badInput("file %q (%d bytes) is not UTF-8 text. Call download_file again with binary=true to get it as base64.", a.Path, len(data))), nil
+			return failure(op, claimRef{}, badInput("file %q (%d bytes) is not UTF-8 text. Call download_file again with binary=true to get it as base64.", a.Path, len(data))), nil
 		}
 		return structured(DownloadResult{Content: string(data), BytesRead: len(data)}), nil
 	}}

@@ -58,25 +58,16 @@ func listTool(d Deps) server.ServerTool {
 		if a.MaxEntries != nil {
 			maxEntries = *a.MaxEntries
 		}
-		to, err := timeout("timeout", a.Timeout, defaultTimeout)
-		if err == nil && (maxEntries < 1 || maxEntries > maxMaxEntries) {
-			err = badInput("max_entries must be between 1 and %d, got %d", maxMaxEntries, maxEntries)
+		var invalid error
+		if maxEntries < 1 || maxEntries > maxMaxEntries {
+			invalid = badInput("max_entries must be between 1 and %d, got %d", maxMaxEntries, maxEntries)
 		}
-		if err == nil && a.Path == "" {
-			err = badInput("path is required (use \".\" for the working directory)")
-		}
-		if err != nil {
-			return failure(op, claimRef{}, err), nil
-		}
-		c, ref, err := d.resolve(ctx, a.claimArgs)
 		var l conn.Listing
-		if err == nil {
-			cctx, cancel := context.WithTimeout(ctx, to)
-			l, err = d.Conn.List(cctx, target(c), a.Path, maxEntries)
-			cancel()
-		}
-		if err != nil {
-			return failure(op, ref, err), nil
+		if fail := d.onSandbox(ctx, op, a.fileArgs, invalid, func(ctx context.Context, t conn.Target) (err error) {
+			l, err = d.Conn.List(ctx, t, a.Path, maxEntries)
+			return err
+		}); fail != nil {
+			return fail, nil
 		}
 		if l.Entries == nil {
 			l.Entries = []conn.Entry{}
@@ -102,22 +93,12 @@ func existsTool(d Deps) server.ServerTool {
 		if err := bind(req, &a); err != nil {
 			return failure(op, claimRef{}, err), nil
 		}
-		to, err := timeout("timeout", a.Timeout, defaultTimeout)
-		if err == nil && a.Path == "" {
-			err = badInput("path is required")
-		}
-		if err != nil {
-			return failure(op, claimRef{}, err), nil
-		}
-		c, ref, err := d.resolve(ctx, a.claimArgs)
 		var ok bool
-		if err == nil {
-			cctx, cancel := context.WithTimeout(ctx, to)
-			ok, err = d.Conn.Exists(cctx, target(c), a.Path)
-			cancel()
-		}
-		if err != nil {
-			return failure(op, ref, err), nil
+		if fail := d.onSandbox(ctx, op, a, nil, func(ctx context.Context, t conn.Target) (err error) {
+			ok, err = d.Conn.Exists(ctx, t, a.Path)
+			return err
+		}); fail != nil {
+			return fail, nil
 		}
 		return structured(ExistsResult{Exists: ok}), nil
 	}}
