@@ -56,7 +56,7 @@ func TestEveryTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	readOnly := map[string]bool{"file_exists": true, "list_files": true, "download_file": true, "get_sandbox_status": true}
-	destructive := map[string]bool{"delete_sandbox": true, "execute_command": true, "upload_file": true}
+	destructive := map[string]bool{"delete_sandbox": true, "execute_command": true, "upload_file": true, "run_code": true}
 	h := newHarness(t)
 	res, err := h.c.ListTools(context.Background(), mcp.ListToolsRequest{})
 	if err != nil {

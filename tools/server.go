@@ -23,7 +23,7 @@ stdout_truncated/stderr_truncated and *_total_chars say what was cut. To see mor
 func All(d Deps) []server.ServerTool {
 	return []server.ServerTool{
 		createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
-		listTool(d), existsTool(d), statusTool(d),
+		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),
 	}
 }
 

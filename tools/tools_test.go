@@ -122,6 +122,25 @@ func TestExecuteArgvAndTimeout(t *testing.T) {
 	}
 }
 
+func TestRunCodePassesTheProgramAsOneArgument(t *testing.T) {
+	h := newHarness(t)
+	h.claims.add("default", "mine", testOwner)
+	code := "print('it''s')\nimport sys; sys.exit(2)"
+	h.conn.exitCode = 2
+	res := h.call(t, "run_code", map[string]any{"sandbox_claim_name": "mine", "language": "python", "code": code})
+	var got ExecResult
+	decode(t, res.StructuredContent, &got)
+	if got.ExitCode != 2 {
+		t.Errorf("exit code %d (%s)", got.ExitCode, text(res))
+	}
+	if argv := h.conn.lastExec.Argv; len(argv) != 3 || argv[0] != "python3" || argv[1] != "-c" || argv[2] != code || h.conn.lastExec.Command != "" {
+		t.Errorf("argv %q", argv)
+	}
+	if res := h.call(t, "run_code", map[string]any{"sandbox_claim_name": "mine", "language": "cobol", "code": "x"}); !res.IsError {
+		t.Error("an unknown language was accepted")
+	}
+}
+
 func TestFilesRoundTrip(t *testing.T) {
 	h := newHarness(t)
 	h.claims.add("default", "mine", testOwner)

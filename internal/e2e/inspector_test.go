@@ -83,7 +83,7 @@ func TestInspectorCLI(t *testing.T) {
 				return m, code
 			}
 			tools, code := run("--method", "tools/list")
-			if list, _ := tools["tools"].([]any); code != 0 || len(list) != 8 {
+			if list, _ := tools["tools"].([]any); code != 0 || len(list) != 9 {
 				t.Fatalf("tools/list: exit %d, %v", code, tools)
 			}
 			args := func(kv ...string) []string {

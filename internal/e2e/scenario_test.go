@@ -83,6 +83,11 @@ func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
 	if argv.Stdout != "a b|$HOME|&&|" || argv.ExitCode != 0 {
 		t.Errorf("argv exec: %+v", argv)
 	}
+	prog := call[execResult](t, s, "run_code", with(map[string]any{"language": "python",
+		"code": "import sys\nprint(sum(range(10)), 'it\\'s')\nprint(\"err\", file=sys.stderr)\nsys.exit(5)"}))
+	if prog.ExitCode != 5 || prog.Stdout != "45 it's\n" || prog.Stderr != "err\n" {
+		t.Errorf("run_code: %+v", prog)
+	}
 	big := call[execResult](t, s, "execute_command", with(map[string]any{"command": "seq 1 100000", "max_output_chars": 1000}))
 	if !big.StdoutTruncated || big.StdoutTotalChars != 588895 || !strings.HasPrefix(big.Stdout, "1\n2\n") ||
 		!strings.HasSuffix(big.Stdout, "99999\n100000\n") || !strings.Contains(big.Stdout, "characters omitted") {

@@ -1,0 +1,71 @@
+package tools
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
+)
+
+// interpreters maps run_code's language to the argv that runs a program given as one
+// argument: the code never passes through a shell, so it needs no quoting.
+var interpreters = map[string][]string{
+	"python": {"python3", "-c"},
+	"nodejs": {"node", "-e"},
+	"bash":   {"bash", "-c"},
+	"sh":     {"sh", "-c"},
+}
+
+type runCodeArgs struct {
+	claimArgs
+	Code           string `json:"code"`
+	Language       string `json:"language"`
+	Timeout        *int   `json:"timeout"`
+	MaxOutputChars *int   `json:"max_output_chars"`
+}
+
+func runCodeTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("run_code",
+		mcp.WithToolTitle("Run a program in a sandbox"),
+		mcp.WithDescription("Runs a program written in python, nodejs, bash or sh inside a sandbox (the interpreter must be "+
+			"installed in it) and returns exit_code, stdout and stderr with the same budget and truncation fields as "+
+			"execute_command. The code is passed to the interpreter as is: no shell quoting is needed."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "code", "language"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
+			"code":     {"type": "string", "minLength": 1, "maxLength": 262144, "description": "The program's source."},
+			"language": {"type": "string", "enum": []string{"python", "nodejs", "bash", "sh"}, "description": "Interpreter to run it with."},
+			"timeout":  timeoutProp("the program"),
+			"max_output_chars": {"type": "integer", "minimum": output.MinBudget, "maximum": output.MaxBudget, "default": output.DefaultBudget,
+				"description": "Combined stdout+stderr character budget, including omission markers (128-300000, default 30000)."},
+		})),
+		mcp.WithOutputSchema[ExecResult](),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(true),
+		mcp.WithIdempotentHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "run the code"
+		var a runCodeArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		argv, ok := interpreters[a.Language]
+		if !ok {
+			return failure(op, claimRef{}, badInput("language must be one of python, nodejs, bash, sh; got %q", a.Language)), nil
+		}
+		ea := execArgs{claimArgs: a.claimArgs, Command: argv[0], Args: []string{argv[1], a.Code}, Timeout: a.Timeout, MaxOutputChars: a.MaxOutputChars}
+		res, ref, err := d.exec(ctx, req, ea)
+		if err != nil {
+			if res != nil && errors.Is(err, conn.ErrTimeout) {
+				return mcp.NewToolResultError(timeoutText(ea, res)), nil
+			}
+			return failure(op, ref, err), nil
+		}
+		return structured(*res), nil
+	}}
+}
