@@ -44,6 +44,9 @@ func advice(op string, ref claimRef, err error) string {
 		return fmt.Sprintf("Could not %s: %v. The claim was deleted; fix the arguments (warm pool name, pod labels and annotations) and retry.", op, err)
 	case errors.Is(err, kube.ErrTimeout):
 		return fmt.Sprintf("Could not %s: %v. The claim was deleted; retry with a larger sandbox_ready_timeout, or check that the warm pool has ready sandboxes.", op, err)
+	case errors.As(err, &status) && apierrors.IsForbidden(err):
+		return fmt.Sprintf("Could not %s: the server's Kubernetes identity is not allowed to do this in namespace %q (%s). "+
+			"Use a namespace the server may use, or ask the operator to grant access.", op, ref.Namespace, status.Status().Message)
 	case errors.Is(err, conn.ErrTimeout):
 		return fmt.Sprintf("Could not %s: it did not finish within the timeout and was killed. Retry with a larger timeout (at most 600 s), or run it in the background (e.g. `nohup cmd > out.log 2>&1 &`) and poll.", op)
 	case errors.Is(err, conn.ErrNotFound):
@@ -62,9 +65,6 @@ func advice(op string, ref claimRef, err error) string {
 		return fmt.Sprintf("Could not %s: %v. The sandbox may be restarting; check get_sandbox_status and retry.", op, err)
 	case errors.Is(err, context.Canceled):
 		return fmt.Sprintf("Could not %s: the request was cancelled.", op)
-	case errors.As(err, &status) && apierrors.IsForbidden(err):
-		return fmt.Sprintf("Could not %s: the server's Kubernetes identity is not allowed to do this in namespace %q (%s). "+
-			"Use a namespace the server may use, or ask the operator to grant access.", op, ref.Namespace, status.Status().Message)
 	case errors.As(err, &status):
 		return fmt.Sprintf("Could not %s: Kubernetes API error: %s", op, status.Status().Message)
 	case isConnError(err):
