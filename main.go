@@ -137,6 +137,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		fmt.Fprintf(stderr, "k8s-sandbox-mcp: %v\n", err)
 		return 2
 	}
+	defer claims.Close()
 	sandboxes, err := conn.New(cfg.Connection, claims)
 	if err != nil {
 		fmt.Fprintf(stderr, "k8s-sandbox-mcp: %v\n", err)

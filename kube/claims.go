@@ -24,8 +24,17 @@ const (
 	conditionReady        = "Ready"
 )
 
-// Get returns the owner's claim, with Sandbox details when the Sandbox exists.
+// Get returns the owner's claim, with Sandbox details when the Sandbox exists. It answers from
+// the watch cache when it can (every exec and file call comes here first).
 func (c *Client) Get(ctx context.Context, namespace, name, owner string) (Claim, error) {
+	if c.cache != nil && owner != "" {
+		if obj, sb, ok := c.cache.lookup(namespace, name); ok && obj.Labels[c.ownerKey] == owner {
+			claim := claimFromObject(obj)
+			claim.Ready = false
+			fillFromSandbox(&claim, sb)
+			return claim, nil
+		}
+	}
 	obj, err := c.ownedClaim(ctx, namespace, name, owner)
 	if err != nil {
 		return Claim{}, err

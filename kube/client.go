@@ -39,6 +39,7 @@ type Client struct {
 	core     sandboxclientset.Interface
 	dyn      dynamic.Interface
 	ownerKey string
+	cache    *watchCache // nil: every read goes to the API
 
 	// Replaceable in tests for deterministic names and timestamps.
 	now     func() time.Time
@@ -73,7 +74,16 @@ func New(cfg *rest.Config, ownerLabelKey string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building dynamic client: %w", err)
 	}
-	return NewFromClients(ext, core, dyn, ownerLabelKey), nil
+	c := NewFromClients(ext, core, dyn, ownerLabelKey)
+	c.cache = newWatchCache(ext, core, ownerLabelKey)
+	return c, nil
+}
+
+// Close stops the watches behind the cache.
+func (c *Client) Close() {
+	if c.cache != nil {
+		c.cache.close()
+	}
 }
 
 // NewFromClients wires prebuilt (e.g. fake) clients. ownerLabelKey is not validated here.

@@ -165,8 +165,8 @@ func TestRBACUnderTheRealAPIServer(t *testing.T) {
 			c.check(t, probe{ns: ns, id: id, env: probeEnv(id), claim: shared}, c.perm)
 		})
 	}
-	t.Run("unused verbs are not needed", func(t *testing.T) {
-		id := reducedIdentity(t, m, ns, "rbac-unused", unusedPerms...)
+	t.Run("optional verbs are not needed", func(t *testing.T) {
+		id := reducedIdentity(t, m, ns, "rbac-unused", optionalPerms...)
 		s := stdioSession(t, append(probeEnv(id), gatewayEnv(ns, "rbac-gateway")...), "")
 		scenario(t, s, ns, localstack.PythonPool)
 		if got := readSandboxes(t, s, ns); !slices.Equal(got, []string{shared}) {
