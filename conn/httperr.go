@@ -18,7 +18,6 @@ const (
 	maxErrorBody   = 64 << 10
 	maxSmallJSON   = 1 << 20
 	maxListingBody = 256 << 20
-	maxExecBody    = 64 << 20
 	// defaultMaxDownload applies when neither the call nor Config sets a bound.
 	defaultMaxDownload = 32 << 20
 )

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -32,12 +33,6 @@ const (
 	killTimeout = 5 * time.Second
 )
 
-type execResponse struct {
-	Stdout   string `json:"stdout"`
-	Stderr   string `json:"stderr"`
-	ExitCode *int   `json:"exit_code"`
-}
-
 func (p *pyConn) Exec(ctx context.Context, t Target, req ExecRequest) (ExecResult, error) {
 	argv, err := execArgv(req)
 	if err != nil {
@@ -57,54 +52,57 @@ func (p *pyConn) Exec(ctx context.Context, t Target, req ExecRequest) (ExecResul
 		hint = req.Timeout + routerSlack
 	}
 	command := shJoin(append([]string{"/bin/sh", "-c", groupScript, "sh", pidFile}, argv...))
-	out, mayRun, err := p.post(runCtx, t, command, hint)
+	resp, mayRun, err := p.post(runCtx, t, command, hint)
 	if err != nil {
 		if mayRun {
 			p.killGroup(ctx, t, pidFile)
 		}
 		return ExecResult{}, execError(ctx, runCtx, req.Timeout, err)
 	}
-	if isRuntimeTimeout(out) {
+	defer resp.Body.Close()
+	// The runtime answers once the command has ended; its output streams through the writers.
+	// stderr's start is held back until we know it is not the runtime's own timeout reply,
+	// which would only show our wrapper's argv.
+	stdout := &countingWriter{w: req.Stdout}
+	stderr := &heldWriter{w: req.Stderr, hold: runtimeTimeoutProbe}
+	code, err := decodeExecStream(resp.Body, stdout, stderr)
+	if err != nil {
+		return ExecResult{}, execError(ctx, runCtx, req.Timeout, fmt.Errorf("exec: reading the response: %w", err))
+	}
+	if stdout.n == 0 && isRuntimeTimeout(code, stderr.held) {
 		return ExecResult{}, fmt.Errorf("exec: %w: the runtime's own limit (SANDBOX_EXEC_TIMEOUT_SECONDS, 300 s by default) "+
 			"ended the command before the requested %s", ErrTimeout, req.Timeout)
 	}
-	if _, err := req.Stdout.Write([]byte(out.Stdout)); err != nil {
-		return ExecResult{}, fmt.Errorf("exec: writing stdout: %w", err)
-	}
-	if _, err := req.Stderr.Write([]byte(out.Stderr)); err != nil {
+	if err := stderr.flush(); err != nil {
 		return ExecResult{}, fmt.Errorf("exec: writing stderr: %w", err)
 	}
-	code := -1 // what the upstream SDK assumes when the field is missing
-	if out.ExitCode != nil {
-		code = *out.ExitCode
+	if code == nil {
+		return ExecResult{ExitCode: -1}, nil // what the upstream SDK assumes when the field is missing
 	}
-	return ExecResult{ExitCode: code}, nil
+	return ExecResult{ExitCode: *code}, nil
 }
 
 // post sends one /execute, never retried: commands are not idempotent. mayRun reports
-// whether, after an error, the command could still be running in the sandbox.
-func (p *pyConn) post(ctx context.Context, t Target, command string, hint time.Duration) (execResponse, bool, error) {
+// whether, after an error, the command could still be running in the sandbox. On success the
+// caller reads and closes the body.
+func (p *pyConn) post(ctx context.Context, t Target, command string, hint time.Duration) (*http.Response, bool, error) {
 	body, err := json.Marshal(map[string]string{"command": command})
 	if err != nil {
-		return execResponse{}, false, fmt.Errorf("exec: encoding request: %w", err)
+		return nil, false, fmt.Errorf("exec: encoding request: %w", err)
 	}
 	resp, err := p.do(ctx, t, request{op: "exec", method: http.MethodPost, path: "/execute",
 		body: body, contentType: "application/json", timeoutHint: hint})
 	if err != nil {
 		var pre *preSendError
-		return execResponse{}, !errors.As(err, &pre), err
+		return nil, !errors.As(err, &pre), err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		// A 5xx comes from a router or proxy whose upstream call failed or timed out: the
 		// command may have started. A 4xx was refused before reaching the runtime.
-		return execResponse{}, resp.StatusCode >= 500, statusError("exec", resp)
+		return nil, resp.StatusCode >= 500, statusError("exec", resp)
 	}
-	var out execResponse
-	if err := decodeJSON("exec", resp.Body, maxExecBody, &out); err != nil {
-		return execResponse{}, false, err
-	}
-	return out, false, nil
+	return resp, false, nil
 }
 
 // killGroup kills the process group recorded in pidFile, best effort, on a fresh context:
@@ -112,14 +110,66 @@ func (p *pyConn) post(ctx context.Context, t Target, command string, hint time.D
 func (p *pyConn) killGroup(ctx context.Context, t Target, pidFile string) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
 	defer cancel()
-	_, _, _ = p.post(kctx, t, shJoin([]string{"/bin/sh", "-c", killScript, pidFile}), killTimeout)
+	if resp, _, err := p.post(kctx, t, shJoin([]string{"/bin/sh", "-c", killScript, pidFile}), killTimeout); err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}
 }
 
+// runtimeTimeoutProbe is how much of stderr isRuntimeTimeout needs to see.
+const runtimeTimeoutProbe = 4096
+
 // isRuntimeTimeout recognises the 200 response the runtime sends when its own timeout
-// (not ours) killed the command; its stderr would only show our wrapper's argv.
-func isRuntimeTimeout(out execResponse) bool {
-	return out.ExitCode != nil && *out.ExitCode == 1 && out.Stdout == "" &&
-		strings.HasPrefix(out.Stderr, "Failed to execute command: Command '") && strings.Contains(out.Stderr, "' timed out after ")
+// (not ours) killed the command: exit 1, no stdout, and this stderr.
+func isRuntimeTimeout(code *int, stderrStart []byte) bool {
+	s := string(stderrStart)
+	return code != nil && *code == 1 &&
+		strings.HasPrefix(s, "Failed to execute command: Command '") && strings.Contains(s, "' timed out after ")
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.w.Write(p)
+}
+
+// heldWriter keeps the first hold bytes until flush (or until more arrive), then passes
+// everything through.
+type heldWriter struct {
+	w    io.Writer
+	hold int
+	held []byte
+	open bool
+}
+
+func (h *heldWriter) Write(p []byte) (int, error) {
+	if h.open {
+		return h.w.Write(p)
+	}
+	if len(h.held)+len(p) <= h.hold {
+		h.held = append(h.held, p...)
+		return len(p), nil
+	}
+	if err := h.flush(); err != nil {
+		return 0, err
+	}
+	return h.w.Write(p)
+}
+
+func (h *heldWriter) flush() error {
+	if h.open {
+		return nil
+	}
+	h.open = true
+	if len(h.held) == 0 {
+		return nil
+	}
+	_, err := h.w.Write(h.held)
+	return err
 }
 
 func newPidFile() (string, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -66,12 +67,18 @@ func (p *pyConn) Upload(ctx context.Context, t Target, dest string, data []byte)
 
 // mkdirAll creates dir (relative to the runtime's base directory) through /execute.
 func (p *pyConn) mkdirAll(ctx context.Context, t Target, dir string) error {
-	out, _, err := p.post(ctx, t, shJoin([]string{"mkdir", "-p", "--", dir}), 0)
+	resp, _, err := p.post(ctx, t, shJoin([]string{"mkdir", "-p", "--", dir}), 0)
 	if err != nil {
 		return fmt.Errorf("creating parent directory %q: %w", dir, err)
 	}
-	if out.ExitCode == nil || *out.ExitCode != 0 {
-		return fmt.Errorf("creating parent directory %q failed: %s", dir, strings.TrimSpace(out.Stderr))
+	defer resp.Body.Close()
+	var stderr strings.Builder
+	code, err := decodeExecStream(io.LimitReader(resp.Body, maxErrorBody), io.Discard, &stderr)
+	if err != nil {
+		return fmt.Errorf("creating parent directory %q: %w", dir, err)
+	}
+	if code == nil || *code != 0 {
+		return fmt.Errorf("creating parent directory %q failed: %s", dir, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }

@@ -79,10 +79,26 @@ func (f *fakeRouter) checkHeaders(t *testing.T, tg conn.Target, port string) {
 		if h.Get("X-Sandbox-ID") != tg.SandboxName || h.Get("X-Sandbox-Namespace") != tg.Namespace || h.Get("X-Sandbox-Port") != port {
 			t.Errorf("%s %s: router headers %v, want sandbox %s/%s port %s", r.Method, r.URL.Path, h, tg.Namespace, tg.SandboxName, port)
 		}
+		if want := podIPHeader(tg); h.Get("X-Sandbox-Pod-IP") != want {
+			t.Errorf("%s %s: X-Sandbox-Pod-IP %q, want %q", r.Method, r.URL.Path, h.Get("X-Sandbox-Pod-IP"), want)
+		}
 		if s, err := strconv.ParseFloat(h.Get("X-Sandbox-Timeout"), 64); err != nil || s <= 0 || s > 70 {
 			t.Errorf("%s %s: X-Sandbox-Timeout %q, want the call's timeout in seconds", r.Method, r.URL.Path, h.Get("X-Sandbox-Timeout"))
 		}
 	}
+}
+
+// podIPHeader is the first IPv4 pod IP, else the first one, else nothing.
+func podIPHeader(tg conn.Target) string {
+	for _, ip := range tg.PodIPs {
+		if !strings.Contains(ip, ":") {
+			return ip
+		}
+	}
+	if len(tg.PodIPs) > 0 {
+		return tg.PodIPs[0]
+	}
+	return ""
 }
 
 func (f *fakeRouter) count() int {

@@ -130,6 +130,12 @@ func (p *pyConn) setRouterHeaders(ctx context.Context, req *http.Request, t Targ
 	req.Header.Set("X-Sandbox-ID", t.SandboxName)
 	req.Header.Set("X-Sandbox-Namespace", t.Namespace)
 	req.Header.Set("X-Sandbox-Port", strconv.Itoa(p.serverPort))
+	// Like the Python SDK, name the pod IP when the Sandbox status has one: the router then
+	// needs neither its informer cache (which can lag a just-adopted warm sandbox by a few
+	// milliseconds and answer 502) nor cluster DNS.
+	if ip := selectPodIP(t.PodIPs); ip != "" {
+		req.Header.Set("X-Sandbox-Pod-IP", ip)
+	}
 	if hint <= 0 {
 		if dl, ok := ctx.Deadline(); ok {
 			hint = time.Until(dl)
