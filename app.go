@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/cleanup"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/config"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/owner"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/serve"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/tools"
+)
+
+// app is the wired server: settings, clients and the tools' dependencies.
+type app struct {
+	f       flags
+	cfg     config.Config
+	log     zerolog.Logger
+	httpSet serve.HTTPSettings
+	authn   *auth.Authenticator // nil: HTTP without authentication
+	claims  *kube.Client
+	conn    conn.Conn
+	owners  *owner.Owners
+	janitor *cleanup.Janitor
+	deps    tools.Deps
+}
+
+// newApp reads every setting and builds the clients. Its errors are the operator's to fix.
+func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*app, error) {
+	a := &app{f: f}
+	var err error
+	if a.cfg, err = config.Load(config.Source{Environ: environ, EnvFile: f.envFile, DotEnv: ".env"}); err != nil {
+		return nil, err
+	}
+	if f.logLevel == "" {
+		f.logLevel = a.cfg.LogLevel
+	}
+	if a.log, err = logging.New(stderr, f.logLevel, f.logFormat); err != nil {
+		return nil, err
+	}
+	a.warnUnknown()
+	if err := a.httpLayer(ctx); err != nil {
+		return nil, err
+	}
+	if !kube.ValidLabelKey(a.cfg.SessionLabelKey) {
+		return nil, fmt.Errorf("%sSESSION_ID_LABEL_KEY %q is not a valid Kubernetes label key", config.Prefix, a.cfg.SessionLabelKey)
+	}
+	restCfg, err := f.kube.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no Kubernetes configuration: %w (use --kubeconfig, $KUBECONFIG, or run in a pod)", err)
+	}
+	defaultNS, _, err := f.kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil || defaultNS == "" {
+		defaultNS = "default"
+	}
+	if a.claims, err = kube.New(restCfg, a.cfg.SessionLabelKey); err != nil {
+		return nil, err
+	}
+	if a.conn, err = conn.New(a.cfg.Connection, a.claims); err != nil {
+		a.claims.Close()
+		return nil, err
+	}
+	a.log = a.log.With().Str("connection", a.cfg.Connection.Type).Logger()
+	a.owners = owner.New(a.cfg.StdioOwner)
+	a.janitor = cleanup.New(a.claims, a.log, 60*time.Second)
+	a.deps = tools.Deps{
+		Claims: a.claims, Conn: a.conn, DefaultNamespace: defaultNS, Log: a.log,
+		MaxDownloadBytes: a.cfg.Connection.MaxDownloadBytes, AllowedNamespaces: a.cfg.AllowedNamespaces,
+		MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
+		RequireShutdown: !a.cfg.AllowNoShutdown, Tracker: a.janitor,
+	}
+	return a, nil
+}
+
+// warnUnknown flags K8S_SANDBOX_* names nobody reads (typos); config leaves the AUTH__ and
+// HTTP__ names to their packages, so those are checked against their lists here.
+func (a *app) warnUnknown() {
+	for _, name := range a.cfg.Unknown {
+		a.log.Warn().Str("variable", name).Msg("unknown setting ignored (typo?)")
+	}
+	known := map[string]bool{}
+	for _, name := range append(auth.Variables(), serve.Variables()...) {
+		known[name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.cfg.Vars)) {
+		if (strings.HasPrefix(name, config.Prefix+"AUTH__") || strings.HasPrefix(name, config.Prefix+"HTTP__")) && !known[name] {
+			a.log.Warn().Str("variable", name).Msg("unknown setting ignored (typo?)")
+		}
+	}
+}
+
+// httpLayer reads the HTTP settings and authentication, and refuses an exposed address
+// without authentication.
+func (a *app) httpLayer(ctx context.Context) error {
+	authCfg, err := auth.LoadConfig(a.cfg.Vars)
+	if err != nil {
+		return err
+	}
+	if a.httpSet, err = serve.LoadHTTPSettings(a.cfg.Vars); err != nil {
+		return err
+	}
+	if a.f.httpAddr == "" {
+		return nil
+	}
+	warn, err := serve.CheckExposure(a.f.httpAddr, authCfg.Enabled(), a.f.insecureNoAuth)
+	if err != nil {
+		return err
+	}
+	if warn != "" {
+		a.log.Warn().Msg(warn)
+	}
+	if !authCfg.Enabled() {
+		return nil
+	}
+	if a.authn, err = auth.New(authCfg, auth.Options{ListenAddr: a.f.httpAddr, Log: a.log}); err != nil {
+		return err
+	}
+	if err := a.authn.Check(ctx); err != nil {
+		a.log.Warn().Err(err).Msg("OIDC issuer keys not loaded yet: JWTs are refused until they are (static tokens work)")
+	}
+	return nil
+}
+
+func (a *app) close() {
+	_ = a.conn.Close()
+	a.claims.Close()
+}
+
+// serveStdio serves one client until EOF, then releases the sandboxes this process created.
+func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	a.deps.Owner = a.owners.Stdio
+	s := tools.NewServer(a.deps, version())
+	a.log.Info().Str("owner", a.owners.StdioID()).Str("namespace", a.deps.DefaultNamespace).Msg("serving stdio")
+	err := serve.Stdio(ctx, s, stdin, stdout, a.log)
+	if !a.cfg.KeepOnSessionEnd {
+		_, _ = a.janitor.Release(ctx, a.owners.StdioID(), "stdio closed")
+	}
+	return err
+}
+
+// serveHTTP serves until ctx ends; each ended session's sandboxes are released.
+func (a *app) serveHTTP(ctx context.Context) error {
+	a.deps.Owner = a.owners.HTTP
+	hooks := &server.Hooks{}
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		if id, ok := a.owners.Forget(cs.SessionID()); ok && !a.cfg.KeepOnSessionEnd {
+			a.janitor.ReleaseAsync(id, "session ended")
+		}
+	})
+	s := tools.NewServer(a.deps, version(), server.WithHooks(hooks),
+		server.WithToolHandlerMiddleware(serve.LimitConcurrency(a.httpSet.MaxConcurrentCalls, serve.CallerKey)))
+	health := &serve.Health{Prober: a.claims, Namespace: a.cfg.ProbeNamespace, Log: a.log}
+	health.MarkReady()
+	err := serve.HTTP(ctx, s, serve.HTTPOptions{
+		Addr: a.f.httpAddr, Health: health, Log: a.log, SessionTTL: a.f.sessionTTL,
+		Settings: a.httpSet, Auth: a.authn,
+	})
+	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a.janitor.Wait(wctx)
+	return err
+}
