@@ -41,9 +41,18 @@ func (c *Capture) Result() Result {
 	return apply(out, errs, c.budget)
 }
 
+// TrackLines makes the Capture remember the latest line for LastLine. Call it before the
+// first write; without it LastLine is always "" and writes skip the per-byte line scan.
+func (c *Capture) TrackLines() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.out.lines, c.errs.lines = true, true
+}
+
 // LastLine returns the latest non-blank line seen on either stream, trimmed
-// and at most 200 code points, or "" if there is none yet. An unterminated
-// line counts, so a progress bar shows its current state.
+// and at most 200 code points, or "" if there is none yet (or TrackLines was
+// not called). An unterminated line counts, so a progress bar shows its
+// current state.
 func (c *Capture) LastLine() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

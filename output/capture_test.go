@@ -155,6 +155,7 @@ func TestCaptureConcurrentWriters(t *testing.T) {
 	stdout := bytes.Repeat([]byte("out é😀 line\n"), 5000)
 	stderr := bytes.Repeat([]byte("err \xff ü\n"), 5000)
 	c := NewCapture(1000)
+	c.TrackLines()
 	var wg sync.WaitGroup
 	for _, job := range []struct {
 		w    io.Writer

@@ -5,6 +5,14 @@ import (
 	"testing"
 )
 
+func TestLastLineIsOffUnlessAsked(t *testing.T) {
+	c := NewCapture(DefaultBudget)
+	_, _ = c.Stdout().Write([]byte("hello\n"))
+	if got := c.LastLine(); got != "" {
+		t.Errorf("LastLine() = %q without TrackLines", got)
+	}
+}
+
 func TestLastLine(t *testing.T) {
 	type write struct {
 		stderr bool
@@ -38,6 +46,7 @@ func TestLastLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewCapture(DefaultBudget)
+			c.TrackLines()
 			for _, w := range tt.writes {
 				dst := c.Stdout()
 				if w.stderr {

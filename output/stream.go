@@ -23,6 +23,7 @@ type stream struct {
 	tail      ring
 	scratch   []byte
 	line      lineTracker
+	lines     bool // feed line; off unless someone asked for LastLine (it costs a scan per write)
 }
 
 func newStream(budget int) stream {
@@ -129,7 +130,9 @@ func (s *stream) put(b []byte, runes int) {
 		s.headRunes += n
 	}
 	s.tail.write(b)
-	s.line.feed(b)
+	if s.lines {
+		s.line.feed(b)
+	}
 }
 
 // view snapshots the stream as if it ended now: an unfinished sequence

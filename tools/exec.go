@@ -100,6 +100,9 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 		creq.Command = a.Command
 	}
 	p := newProgress(ctx, req)
+	if p.enabled() {
+		capture.TrackLines()
+	}
 	stop := d.heartbeats(p, capture, to)
 	r, err := d.Conn.Exec(ctx, target(c), creq)
 	stop()

@@ -1,0 +1,206 @@
+// Command sandbox-bench measures k8s-sandbox-mcp against the raw path to the same sandboxes
+// on the local agent-sandbox stack and writes BENCHMARKS.md. Run it through hack/bench.sh,
+// which builds the binaries it needs and brings the stack up.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
+)
+
+// config holds the flags: binaries, output, and the iteration counts that bound the run time.
+type config struct {
+	server, minimal, out, analysis, command string
+	items                                   map[string]bool
+
+	warm         int
+	smallRuns    int
+	bigRuns      int
+	bigBytes     []int64
+	pyBigBytes   []int64
+	createRuns   int
+	httpClients  int
+	httpCalls    int
+	httpRounds   int
+	startupRuns  int
+	listRuns     int
+	listFiles    []int
+	poolReplicas int
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("sandbox-bench", flag.ContinueOnError)
+	fs.StringVar(&c.server, "server", "bin/k8s-sandbox-mcp", "the server binary under test")
+	fs.StringVar(&c.minimal, "minimal", "bin/minimal-mcp", "the minimal mcp-go server (start-up baseline)")
+	fs.StringVar(&c.out, "out", "BENCHMARKS.md", "where to write the report")
+	fs.StringVar(&c.analysis, "analysis", "bench/ANALYSIS.md", "hand-written analysis appended to the report (skipped if missing)")
+	fs.StringVar(&c.command, "command", "", "the command line to show under Reproduce (default: this one)")
+	items := fs.String("items", "1,2,3,4,5,6", "which items of the issue to run")
+	fs.IntVar(&c.warm, "warmup", 5, "unmeasured iterations before each latency series")
+	fs.IntVar(&c.smallRuns, "small-runs", 200, "item 1: small commands per side and runtime")
+	fs.IntVar(&c.bigRuns, "big-runs", 5, "item 2: large-output commands per side and size")
+	bigBytes := fs.String("big-bytes", "20000000,200000000", "item 2: output sizes through sandboxd")
+	pyBigBytes := fs.String("py-big-bytes", "20000000,200000000", "item 2: output sizes through the python runtime")
+	fs.IntVar(&c.createRuns, "create-runs", 20, "item 3: create_sandbox calls")
+	fs.IntVar(&c.httpClients, "http-clients", 16, "item 4: concurrent clients")
+	fs.IntVar(&c.httpCalls, "http-calls", 25, "item 4: calls per client per round")
+	fs.IntVar(&c.httpRounds, "http-rounds", 4, "item 4: rounds per side")
+	fs.IntVar(&c.startupRuns, "startup-runs", 30, "item 5: process starts per server")
+	fs.IntVar(&c.listRuns, "list-runs", 7, "item 6: listings per side and directory")
+	listFiles := fs.String("list-files", "1000,100000", "item 6: directory sizes")
+	replicas := fs.Int("pool-replicas", 2, "warm sandboxes per pool in the bench namespace")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.poolReplicas = *replicas
+	c.items = map[string]bool{}
+	for _, it := range strings.Split(*items, ",") {
+		c.items[strings.TrimSpace(it)] = true
+	}
+	var err error
+	if c.bigBytes, err = int64List(*bigBytes); err != nil {
+		return c, fmt.Errorf("-big-bytes: %w", err)
+	}
+	if c.pyBigBytes, err = int64List(*pyBigBytes); err != nil {
+		return c, fmt.Errorf("-py-big-bytes: %w", err)
+	}
+	sizes, err := int64List(*listFiles)
+	if err != nil {
+		return c, fmt.Errorf("-list-files: %w", err)
+	}
+	for _, n := range sizes {
+		c.listFiles = append(c.listFiles, int(n))
+	}
+	if c.command == "" {
+		c.command = strings.Join(append([]string{"sandbox-bench"}, args...), " ")
+	}
+	for _, p := range []*string{&c.server, &c.minimal} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func int64List(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		var n int64
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a list of positive integers", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, cfg)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg config) error {
+	r := &report{command: cfg.command, started: time.Now(), machine: describeMachine(ctx)}
+	logf("starting the local stack")
+	stack, err := localstack.Start(ctx)
+	if err != nil {
+		return err
+	}
+	ns, err := newNamespace(ctx, stack, int32(cfg.poolReplicas))
+	if ns != nil {
+		defer func() {
+			logf("deleting namespace %s", ns.name)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+			defer cancel()
+			if err := ns.delete(dctx); err != nil {
+				logf("cleanup: %v", err)
+			}
+		}()
+	}
+	if err != nil {
+		return err
+	}
+	logf("namespace %s ready", ns.name)
+	r.server = treeVersion(ctx, stack.RepoRoot)
+	b := &bench{cfg: cfg, stack: stack, ns: ns}
+	defer b.close()
+
+	items := []struct {
+		id  string
+		run func(context.Context) (*section, error)
+	}{
+		{"1", b.smallCommands}, {"2", b.largeOutput}, {"3", b.createLatency},
+		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge},
+	}
+	for _, it := range items {
+		if !cfg.items[it.id] {
+			continue
+		}
+		logf("item %s", it.id)
+		s, err := it.run(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			logf("item %s failed: %v", it.id, err)
+			r.failures = append(r.failures, fmt.Sprintf("item %s: %v", it.id, err))
+		}
+		if s != nil {
+			r.sections = append(r.sections, s)
+		}
+	}
+	r.finished, r.machine.loadEnd = time.Now(), loadAvg()
+	if a, err := os.ReadFile(cfg.analysis); err == nil {
+		r.analysis = string(a)
+	}
+	f, err := os.Create(cfg.out)
+	if err != nil {
+		return err
+	}
+	if err := r.write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	logf("wrote %s", cfg.out)
+	if len(r.failures) > 0 {
+		return fmt.Errorf("%d item(s) failed: %s", len(r.failures), strings.Join(r.failures, "; "))
+	}
+	return nil
+}
+
+// treeVersion names the source tree the server was built from.
+func treeVersion(ctx context.Context, root string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s sandbox-bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}

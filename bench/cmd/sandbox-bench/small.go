@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
+)
+
+const smallCommand = "echo hi"
+
+// pacedInterval spaces the paced series' rounds so that the server makes at most 20 calls/s,
+// below the 50 requests/s its Kubernetes client allows per clientset.
+const pacedInterval = 50 * time.Millisecond
+
+// pyWrapper is what the server sends the python runtime for a shell command, copied from
+// conn.groupScript at the time of writing: a sh that records its process group in a pid
+// file (for killing it on timeout), runs the command, and removes the file. It lets the
+// bench show what that wrapper costs apart from the server itself.
+const pyWrapper = `f=$1; shift; { echo $$ > "$f"; } 2>/dev/null; "$@"; r=$?; rm -f "$f"; exit $r`
+
+type execResult struct {
+	ExitCode         int    `json:"exit_code"`
+	Stdout           string `json:"stdout"`
+	Stderr           string `json:"stderr"`
+	StdoutTotalChars int    `json:"stdout_total_chars"`
+	StdoutTruncated  bool   `json:"stdout_truncated"`
+}
+
+// smallRuntime is item 1 for one runtime.
+type smallRuntime struct {
+	name                      string
+	back, paced               comparison
+	backHandler, pacedHandler series
+	// transport compares, both called directly, the plain request with the one the server
+	// actually makes (sandboxd: streaming Start instead of Execute; python: the sh wrapper).
+	transport comparison
+	extra     string
+	inproc    breakdown
+	// cpuPerCall is the server process's CPU time per call over the back-to-back series.
+	cpuPerCall float64
+}
+
+func (b *bench) smallCommands(ctx context.Context) (*section, error) {
+	s := &section{title: "1. Small command: execute_command over stdio against the runtime called directly",
+		what: fmt.Sprintf("`%s`, one call at a time, in one sandbox per runtime: %d calls per side back to back, then %d "+
+			"calls per side paced at one round per %v (at most 20 server calls/s), each after %d warm-up calls. sandboxd: "+
+			"the server (stdio, `sandboxd-in-cluster`, pod IP) against a Go gRPC `Execute` of `/bin/sh -c '%s'` on the same "+
+			"sandboxd. Python runtime: the server (stdio, `in-cluster`, pod IP) against a direct `POST /execute` on the same "+
+			"runtime. Times are client-side round trips.", smallCommand, b.cfg.smallRuns, b.pacedRuns(), pacedInterval,
+			b.cfg.warm, smallCommand)}
+	lookups, err := b.measureLookups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rts []smallRuntime
+	for _, f := range []func(context.Context) (smallRuntime, error){b.smallSandboxd, b.smallPython} {
+		r, err := f(ctx)
+		if err != nil {
+			return s, err
+		}
+		rts = append(rts, r)
+	}
+	var rounds, transports []comparison
+	for _, r := range rts {
+		rounds = append(rounds, r.back, r.paced)
+		transports = append(transports, r.transport)
+	}
+	s.comparisons("Round trip of one small command:", rounds...)
+	s.comparisons("What the request the server makes costs by itself (both sides called directly, paced; baseline: the "+
+		"plain request; \"server\" column: the request as the server sends it):", transports...)
+	parts := table{caption: "Where the server's time goes, paced (handler time is the server's own `tool call` log line; " +
+		"in process: the server's tools layer wired as main.go does, called without the stdio transport, with its " +
+		"Kubernetes client and runtime connection timed from outside):", header: []string{"part"}}
+	for _, r := range rts {
+		parts.header = append(parts.header, r.name+" median", r.name+" p99")
+	}
+	addRow := func(name string, get func(smallRuntime) series) {
+		row := []string{name}
+		for _, r := range rts {
+			row = append(row, fmtNum(get(r).median(), "ms"), fmtNum(get(r).p99(), "ms"))
+		}
+		parts.rows = append(parts.rows, row)
+	}
+	addRow("client round trip through the server (stdio)", func(r smallRuntime) series { return r.paced.subj })
+	addRow("server handler (tool call log)", func(r smallRuntime) series { return r.pacedHandler })
+	addRow("in process: whole tools/call", func(r smallRuntime) series { return r.inproc.total })
+	addRow("in process: kube.Client.Get (claim and Sandbox lookup)", func(r smallRuntime) series { return r.inproc.get })
+	addRow("in process: conn.Exec (the runtime request)", func(r smallRuntime) series { return r.inproc.exec })
+	addRow("GET SandboxClaim + GET Sandbox, plain client-go, unthrottled", func(smallRuntime) series { return lookups })
+	addRow("the server's runtime request, called directly", func(r smallRuntime) series { return r.transport.subj })
+	addRow("runtime called directly (baseline)", func(r smallRuntime) series { return r.paced.base })
+	addRow("server handler, back-to-back series", func(r smallRuntime) series { return r.backHandler })
+	cpu := []string{"server CPU time per call, back-to-back series (user + system, whole process)"}
+	for _, r := range rts {
+		cpu = append(cpu, fmtNum(r.cpuPerCall, "ms"), "")
+	}
+	parts.rows = append(parts.rows, cpu)
+	s.tables = append(s.tables, parts)
+	for _, r := range rts {
+		s.targets = append(s.targets, smallTarget(r, lookups))
+	}
+	return s, nil
+}
+
+func (b *bench) pacedRuns() int { return max(b.cfg.smallRuns/2, 10) }
+
+func smallTarget(r smallRuntime, lookups series) target {
+	t := target{goal: "small-command overhead ratio ≤ 1.2 at the median, " + r.name,
+		measured: fmt.Sprintf("%s back to back (%s vs %s), %s paced", fmtRatio(r.back.ratio(0.5)), fmtNum(r.back.subj.median(), "ms"),
+			fmtNum(r.back.base.median(), "ms"), fmtRatio(r.paced.ratio(0.5))),
+		met: r.back.ratio(0.5) <= 1.2 && r.paced.ratio(0.5) <= 1.2}
+	if t.met {
+		return t
+	}
+	in := r.inproc
+	share := func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v/in.total.median()) }
+	rest := in.total.median() - in.get.median() - in.exec.median()
+	why := []string{fmt.Sprintf("Paced, the server adds %s per call (%s against %s). Of the round trip, %s is the tool "+
+		"handler (its own log line, same calls) and %s MCP over stdio (JSON-RPC, input-schema validation, the structured "+
+		"result serialised twice as structuredContent and its text fallback, two pipe hops).",
+		fmtNum(r.paced.subj.median()-r.paced.base.median(), "ms"), fmtNum(r.paced.subj.median(), "ms"), fmtNum(r.paced.base.median(), "ms"),
+		fmtNum(r.pacedHandler.median(), "ms"), fmtNum(r.paced.subj.median()-r.pacedHandler.median(), "ms")),
+		fmt.Sprintf("Inside the handler, timed in process (a separate series): finding the claim and its Sandbox "+
+			"(kube.Client.Get, called by tools.Deps.resolve) takes %s of a call (%s), the runtime request (conn.Exec) %s (%s) "+
+			"and the rest (arguments, output budget, result, logging) %s.",
+			share(in.get.median()), fmtNum(in.get.median(), "ms"), share(in.exec.median()), fmtNum(in.exec.median(), "ms"), share(rest))}
+	if added := r.paced.subj.median() - r.paced.base.median(); r.cpuPerCall < added/2 {
+		why = append(why, fmt.Sprintf("The server process uses %s of CPU per call (back-to-back series), so most of "+
+			"the %s it adds is waiting rather than work: each call crosses several goroutines (mcp-go's stdio reader "+
+			"hands it to a worker, the runtime client has its own reader and writer goroutines), and every hand-off is a "+
+			"wake-up that waits for a CPU on this shared two-core machine.", fmtNum(r.cpuPerCall, "ms"), fmtNum(added, "ms")))
+	}
+	// Whether kube.Client.Get reads the API server or a cache shows in its time: an API
+	// round trip costs milliseconds here, a cache hit microseconds.
+	fromAPI := in.get.median() >= 0.5
+	if fromAPI {
+		why = append(why, fmt.Sprintf("kube.Client.Get reads the API server on every call: a GET of the SandboxClaim "+
+			"(owner check) and one of the Sandbox (address), %s together with plain client-go.", fmtNum(lookups.median(), "ms")))
+	} else {
+		why = append(why, "kube.Client.Get answers from memory (the server's watch cache), so no API request is made per call.")
+	}
+	if d := r.transport.subj.median() - r.transport.base.median(); d > 0.05 {
+		why = append(why, fmt.Sprintf("The runtime request as the server makes it costs %s more than the plain one when "+
+			"both are sent directly (second table): %s.", fmtNum(d, "ms"), r.extra))
+	}
+	if fromAPI && r.backHandler.p99() > 1.5*r.pacedHandler.p99() {
+		why = append(why, fmt.Sprintf("Back to back, the handler's p99 rises to %s (%s paced): the Kubernetes client's "+
+			"rate limiter, which kube.New sets to 50 requests/s with a burst of 100 for each of its clientsets "+
+			"(kube/client.go defaultQPS/defaultBurst); every call takes one token from each, so once the burst is spent "+
+			"a caller is held to 50 calls/s.", fmtNum(r.backHandler.p99(), "ms"), fmtNum(r.pacedHandler.p99(), "ms")))
+	}
+	t.why = strings.Join(why, " ")
+	return t
+}
+
+func (b *bench) smallSandboxd(ctx context.Context) (smallRuntime, error) {
+	r := smallRuntime{name: "sandboxd", extra: "the server uses the streaming Start RPC, so that output is never held whole, " +
+		"where a plain client uses unary Execute"}
+	rt, err := b.sandboxd(ctx)
+	if err != nil {
+		return r, err
+	}
+	direct, err := newSandboxdDirect(rt.sandbox.podIP)
+	if err != nil {
+		return r, err
+	}
+	defer direct.close()
+	execute := func(ctx context.Context) error {
+		res, err := direct.execute(ctx, smallCommand)
+		if err != nil {
+			return err
+		}
+		if res.GetExitCode() != 0 || string(res.GetStdout()) != "hi\n" {
+			return fmt.Errorf("%w: %+v", errMismatch, res)
+		}
+		return nil
+	}
+	start := func(ctx context.Context) error {
+		n, err := direct.drain(ctx, smallCommand)
+		if err == nil && n != 3 {
+			err = fmt.Errorf("%w: %d bytes", errMismatch, n)
+		}
+		return err
+	}
+	if err := b.smallSeries(ctx, rt, execute, &r); err != nil {
+		return r, err
+	}
+	r.back.name = "sandboxd: gRPC `Execute` vs `execute_command`, back to back"
+	r.paced.name = "sandboxd: gRPC `Execute` vs `execute_command`, paced"
+	bs, ss, err := interleavePaced(ctx, b.cfg.warm, b.pacedRuns(), pacedInterval, execute, start)
+	if err != nil {
+		return r, err
+	}
+	r.transport = comparison{name: "sandboxd: unary `Execute` vs streaming `Start`", unit: "ms", base: bs, subj: ss}
+	r.inproc, err = b.inProcess(ctx, "SANDBOXD_POD_IP", localstack.SandboxdPool)
+	return r, err
+}
+
+func (b *bench) smallPython(ctx context.Context) (smallRuntime, error) {
+	r := smallRuntime{name: "python runtime", extra: "the runtime has no shell, so the server runs every command under a " +
+		"/bin/sh that records its process group in a pid file and removes it after (conn.groupScript, a second sh and an " +
+		"rm), to be able to kill the group on timeout"}
+	rt, err := b.python(ctx)
+	if err != nil {
+		return r, err
+	}
+	direct := newPythonDirect(rt.sandbox.podIP)
+	plain := func(ctx context.Context) error { return pyCheck(direct.execute(ctx, smallCommand)) }
+	if err := b.smallSeries(ctx, rt, plain, &r); err != nil {
+		return r, err
+	}
+	r.back.name = "python runtime: `POST /execute` vs `execute_command`, back to back"
+	r.paced.name = "python runtime: `POST /execute` vs `execute_command`, paced"
+	wrappedCmd := "/bin/sh -c " + shQuote(pyWrapper) + " sh /tmp/.sandbox-bench.pid /bin/sh -c " + shQuote(smallCommand)
+	wrapped := func(ctx context.Context) error { return pyCheck(direct.execute(ctx, wrappedCmd)) }
+	bs, ss, err := interleavePaced(ctx, b.cfg.warm, b.pacedRuns(), pacedInterval, plain, wrapped)
+	if err != nil {
+		return r, err
+	}
+	r.transport = comparison{name: "python runtime: plain command vs the server's sh wrapper", unit: "ms", base: bs, subj: ss}
+	r.inproc, err = b.inProcess(ctx, "IN_CLUSTER_POD_IP", localstack.PythonPool)
+	return r, err
+}
+
+// smallSeries runs the back-to-back and the paced series of base against execute_command.
+func (b *bench) smallSeries(ctx context.Context, rt *runtimeUnderTest, base func(context.Context) error, r *smallRuntime) error {
+	subj := b.serverSmall(rt)
+	rt.srv.log.takeHandler("execute_command")
+	cpu0, err := procCPU(rt.srv.pid())
+	if err != nil {
+		return err
+	}
+	bs, ss, err := interleave(ctx, b.cfg.warm, b.cfg.smallRuns, base, subj)
+	if err != nil {
+		return err
+	}
+	cpu1, err := procCPU(rt.srv.pid())
+	if err != nil {
+		return err
+	}
+	r.cpuPerCall = ms(cpu1-cpu0) / float64(b.cfg.warm+b.cfg.smallRuns)
+	r.back, r.backHandler = comparison{unit: "ms", base: bs, subj: ss}, b.handlerTimes(rt)
+	time.Sleep(2 * time.Second) // let the server's rate limiter refill its burst
+	bs, ss, err = interleavePaced(ctx, b.cfg.warm, b.pacedRuns(), pacedInterval, base, subj)
+	if err != nil {
+		return err
+	}
+	r.paced, r.pacedHandler = comparison{unit: "ms", base: bs, subj: ss}, b.handlerTimes(rt)
+	return nil
+}
+
+func pyCheck(res pyResult, err error) error {
+	if err != nil {
+		return err
+	}
+	if res.Stdout != "hi\n" {
+		return fmt.Errorf("%w: %+v", errMismatch, res)
+	}
+	return nil
+}
+
+// serverSmall is one execute_command of the small command, checked.
+func (b *bench) serverSmall(rt *runtimeUnderTest) func(context.Context) error {
+	args := b.claimArgs(rt.sandbox, map[string]any{"command": smallCommand})
+	return func(ctx context.Context) error {
+		var res execResult
+		if err := callTool(ctx, rt.srv.cs, "execute_command", args, &res); err != nil {
+			return err
+		}
+		if res.ExitCode != 0 || res.Stdout != "hi\n" {
+			return fmt.Errorf("%w: %+v", errMismatch, res)
+		}
+		return nil
+	}
+}
+
+// handlerTimes returns the measured calls' handler durations from the server's log,
+// without the warm-up calls (the stderr copy may lag the last answer by a moment).
+func (b *bench) handlerTimes(rt *runtimeUnderTest) series {
+	time.Sleep(200 * time.Millisecond)
+	h := rt.srv.log.takeHandler("execute_command")
+	if len(h) > b.cfg.warm {
+		h = h[b.cfg.warm:]
+	}
+	return h
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Benchmarks the server against the raw path to the same sandboxes and writes BENCHMARKS.md:
+# installs what the local stack needs, brings the stack up (reusing a running one), builds the
+# server and the bench tools, and runs bench/cmd/sandbox-bench. Needs root (the stack runs
+# sandboxes under their own uids). About 2-3 minutes on 2 cores with the defaults and a warm
+# stack (a cold stack build adds about 10 minutes once).
+#
+#   hack/bench.sh                       all six items, default iteration counts
+#   hack/bench.sh -items 1,5            some items only
+#   hack/bench.sh -small-runs 500 ...   any sandbox-bench flag (sandbox-bench -h lists them)
+#
+# A stack this script started is stopped again at the end.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+[ "$(id -u)" = 0 ] || { echo "bench: needs root for the local stack (try: sudo -E $0 $*)" >&2; exit 1; }
+hack/deps.sh
+hack/localstack/build.sh
+was_up=0
+hack/localstack/stack.sh status >/dev/null 2>&1 && was_up=1
+cleanup() { [ "$was_up" = 1 ] || hack/localstack/stack.sh down >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+hack/localstack/stack.sh up >/dev/null
+mkdir -p bin
+go build -o bin/k8s-sandbox-mcp .
+go build -o bin/minimal-mcp ./bench/cmd/minimal-mcp
+go build -o bin/sandbox-bench ./bench/cmd/sandbox-bench
+bin/sandbox-bench -server bin/k8s-sandbox-mcp -minimal bin/minimal-mcp -out BENCHMARKS.md \
+  -command "hack/bench.sh${*:+ $*}" "$@"
