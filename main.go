@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -69,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs := pflag.NewFlagSet("k8s-sandbox-mcp", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f flags
-	fs.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8000) at /mcp instead of stdio")
+	fs.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8000, or a bare port for loopback) at /mcp instead of stdio")
 	fs.StringVar(&f.envFile, "env-file", "", "read K8S_SANDBOX_* settings from this file (the environment wins)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (default $K8S_SANDBOX_LOG_LEVEL or info)")
 	fs.StringVar(&f.logFormat, "log-format", "auto", "auto, json or console (auto: console when stderr is a terminal)")
@@ -78,7 +79,12 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	f.kube = genericclioptions.NewConfigFlags(true)
 	f.kube.AddFlags(fs)
-	return f, fs.Parse(args)
+	err := fs.Parse(args)
+	// A bare port binds loopback: exposing the server must be spelled out.
+	if _, perr := strconv.Atoi(f.httpAddr); perr == nil {
+		f.httpAddr = "127.0.0.1:" + f.httpAddr
+	}
+	return f, err
 }
 
 func version() string {

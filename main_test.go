@@ -21,6 +21,15 @@ contexts: [{name: x, context: {cluster: c, user: u, namespace: team-a}}]
 current-context: x
 `
 
+func TestHTTPAddress(t *testing.T) {
+	for in, want := range map[string]string{"8000": "127.0.0.1:8000", "0.0.0.0:8000": "0.0.0.0:8000", "": ""} {
+		f, err := parseFlags([]string{"--http", in}, io.Discard)
+		if err != nil || f.httpAddr != want {
+			t.Errorf("--http %q: %q, %v; want %q", in, f.httpAddr, err, want)
+		}
+	}
+}
+
 func TestRunSettingsErrors(t *testing.T) {
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kc, []byte(dummyKubeconfig), 0o600); err != nil {
@@ -39,6 +48,8 @@ func TestRunSettingsErrors(t *testing.T) {
 		{"missing env file", []string{"--kubeconfig", kc, "--env-file", "/nonexistent/.env"}, nil, 2, "/nonexistent/.env"},
 		{"unknown flag", []string{"--bogus"}, nil, 2, "bogus"},
 		{"bad log level", []string{"--kubeconfig", kc, "--log-level", "loud"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}, 2, "log level"},
+		{"exposed without auth", []string{"--kubeconfig", kc, "--http", "0.0.0.0:0"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}, 2, "--insecure-no-auth"},
+		{"short token", []string{"--kubeconfig", kc, "--http", "127.0.0.1:0"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster", "K8S_SANDBOX_AUTH__TOKENS=alice:short"}, 2, "K8S_SANDBOX_AUTH__TOKENS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
