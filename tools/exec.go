@@ -62,15 +62,21 @@ func execTool(d Deps) server.ServerTool {
 		if err := bind(req, &a); err != nil {
 			return failure("execute the command", claimRef{}, err), nil
 		}
-		res, ref, err := d.exec(ctx, req, a)
-		if err != nil {
-			if res != nil && errors.Is(err, conn.ErrTimeout) {
-				return mcp.NewToolResultError(timeoutText(a, res)), nil
-			}
-			return failure("execute the command", ref, err), nil
-		}
-		return structured(*res), nil
+		return d.execResult(ctx, req, "execute the command", a), nil
 	}}
+}
+
+// execResult runs the command and turns its outcome into the tool result: a timeout keeps
+// the output seen so far in the error text.
+func (d Deps) execResult(ctx context.Context, req mcp.CallToolRequest, op string, a execArgs) *mcp.CallToolResult {
+	res, ref, err := d.exec(ctx, req, a)
+	if err != nil {
+		if res != nil && errors.Is(err, conn.ErrTimeout) {
+			return mcp.NewToolResultError(timeoutText(a, res))
+		}
+		return failure(op, ref, err)
+	}
+	return structured(*res)
 }
 
 func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*ExecResult, claimRef, error) {

@@ -2,12 +2,10 @@ package tools
 
 import (
 	"context"
-	"errors"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
 
@@ -59,13 +57,6 @@ func runCodeTool(d Deps) server.ServerTool {
 			return failure(op, claimRef{}, badInput("language must be one of python, nodejs, bash, sh; got %q", a.Language)), nil
 		}
 		ea := execArgs{claimArgs: a.claimArgs, Command: argv[0], Args: []string{argv[1], a.Code}, Timeout: a.Timeout, MaxOutputChars: a.MaxOutputChars}
-		res, ref, err := d.exec(ctx, req, ea)
-		if err != nil {
-			if res != nil && errors.Is(err, conn.ErrTimeout) {
-				return mcp.NewToolResultError(timeoutText(ea, res)), nil
-			}
-			return failure(op, ref, err), nil
-		}
-		return structured(*res), nil
+		return d.execResult(ctx, req, op, ea), nil
 	}}
 }

@@ -40,33 +40,46 @@ func (s *Stack) Namespace(t testing.TB) *Namespace {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "ls-e2e-", Labels: map[string]string{"localstack.k8s-sandbox-mcp/test": "true"}}},
-		metav1.CreateOptions{})
+	n, err := s.NewNamespace(ctx, "ls-e2e-", poolReplicas)
+	if n != nil {
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := n.Delete(ctx); err != nil {
+				t.Errorf("localstack: delete namespace %s: %v", n.Name, err)
+			}
+		})
+	}
 	if err != nil {
-		t.Fatalf("localstack: create namespace: %v", err)
-	}
-	n := &Namespace{Name: ns.Name, stack: s}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := n.delete(ctx); err != nil {
-			t.Errorf("localstack: delete namespace %s: %v", n.Name, err)
-		}
-	})
-	if err := n.installPools(ctx); err != nil {
 		t.Fatalf("localstack: %v", err)
-	}
-	for _, pool := range []string{SandboxdPool, PythonPool} {
-		if err := s.WaitPoolReady(ctx, n.Name, pool, poolReplicas); err != nil {
-			t.Fatalf("localstack: %v", err)
-		}
 	}
 	return n
 }
 
+// NewNamespace creates a namespace named prefix+random with the stack's templates and warm
+// pools of replicas sandboxes each, and waits until they are ready. On an error after the
+// namespace exists it is returned too, for the caller to Delete.
+func (s *Stack) NewNamespace(ctx context.Context, prefix string, replicas int32) (*Namespace, error) {
+	ns, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: prefix, Labels: map[string]string{"localstack.k8s-sandbox-mcp/test": "true"}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create namespace: %w", err)
+	}
+	n := &Namespace{Name: ns.Name, stack: s}
+	if err := n.installPools(ctx, replicas); err != nil {
+		return n, err
+	}
+	for _, pool := range []string{SandboxdPool, PythonPool} {
+		if err := s.WaitPoolReady(ctx, n.Name, pool, replicas); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // installPools creates the templates and pools of hack/localstack/manifests/sandbox-pools.yaml.
-func (n *Namespace) installPools(ctx context.Context) error {
+func (n *Namespace) installPools(ctx context.Context, replicas int32) error {
 	f, err := os.Open(filepath.Join(n.stack.RepoRoot, "hack", "localstack", "manifests", "sandbox-pools.yaml"))
 	if err != nil {
 		return fmt.Errorf("pool manifests: %w", err)
@@ -99,7 +112,7 @@ func (n *Namespace) installPools(ctx context.Context) error {
 			if err := yaml.UnmarshalStrict(doc, &o); err != nil {
 				return fmt.Errorf("pool manifests: %w", err)
 			}
-			o.Namespace = n.Name
+			o.Namespace, o.Spec.Replicas = n.Name, &replicas
 			_, err = ext.SandboxWarmPools(n.Name).Create(ctx, &o, metav1.CreateOptions{})
 		case "":
 			continue
@@ -112,20 +125,28 @@ func (n *Namespace) installPools(ctx context.Context) error {
 	}
 }
 
-// delete removes the namespace and waits until no pod of it is left (the node agent has then
-// stopped their processes).
-func (n *Namespace) delete(ctx context.Context) error {
-	err := n.stack.Kube.CoreV1().Namespaces().Delete(ctx, n.Name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+// Delete removes the namespace and waits until no pod of it is left (the node agent has then
+// stopped their processes). It keeps trying while the API server is unreachable: a test on the
+// same stack may be restarting it.
+func (n *Namespace) Delete(ctx context.Context) error {
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		err := n.stack.Kube.CoreV1().Namespaces().Delete(ctx, n.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			last = err
+			return false, nil
+		}
 		pods, err := n.stack.Kube.CoreV1().Pods(n.Name).List(ctx, metav1.ListOptions{})
 		if err != nil {
+			last = err
 			return false, nil
 		}
 		return len(pods.Items) == 0, nil
 	})
+	if err != nil {
+		return fmt.Errorf("delete namespace %s: %w (last error: %v)", n.Name, err, last)
+	}
+	return nil
 }
 
 // WaitPoolReady waits until the warm pool has exactly ready ready replicas.
