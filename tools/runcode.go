@@ -5,8 +5,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
 
 // interpreters maps run_code's language to the argv that runs a program given as one
@@ -34,11 +32,10 @@ func runCodeTool(d Deps) server.ServerTool {
 			"execute_command. The code is passed to the interpreter as is: no shell quoting is needed."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "code", "language"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"code":     {"type": "string", "minLength": 1, "maxLength": 262144, "description": "The program's source."},
-			"language": {"type": "string", "enum": []string{"python", "nodejs", "bash", "sh"}, "description": "Interpreter to run it with."},
-			"timeout":  timeoutProp("the program"),
-			"max_output_chars": {"type": "integer", "minimum": output.MinBudget, "maximum": output.MaxBudget, "default": output.DefaultBudget,
-				"description": "Combined stdout+stderr character budget, including omission markers (128-300000, default 30000)."},
+			"code":             {"type": "string", "minLength": 1, "maxLength": 262144, "description": "The program's source."},
+			"language":         {"type": "string", "enum": []string{"python", "nodejs", "bash", "sh"}, "description": "Interpreter to run it with."},
+			"timeout":          timeoutProp("the program"),
+			"max_output_chars": budgetProp(),
 		})),
 		mcp.WithOutputSchema[ExecResult](),
 		mcp.WithReadOnlyHintAnnotation(false),

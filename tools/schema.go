@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
 
 // inputSchema sets a hand-written input schema. mcp.WithRawInputSchema keeps NewTool's default
@@ -62,4 +64,9 @@ func stringMapProp(desc string) prop {
 
 func boolProp(desc string) prop {
 	return prop{"type": "boolean", "default": false, "description": desc}
+}
+
+func budgetProp() prop {
+	return prop{"type": "integer", "minimum": output.MinBudget, "maximum": output.MaxBudget, "default": output.DefaultBudget,
+		"description": "Combined stdout+stderr character budget, including omission markers (128-300000, default 30000)."}
 }
