@@ -49,10 +49,7 @@ func createTool(d Deps) server.ServerTool {
 			"pod_annotations": stringMapProp("Extra annotations for the sandbox Pod."),
 		})),
 		mcp.WithOutputSchema[CreateResult](),
-		mcp.WithReadOnlyHintAnnotation(false),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(false),
+		hints(false, false, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a createArgs

@@ -51,10 +51,7 @@ func execTool(d Deps) server.ServerTool {
 			"max_output_chars": budgetProp(),
 		})),
 		mcp.WithOutputSchema[ExecResult](),
-		mcp.WithReadOnlyHintAnnotation(false),
-		mcp.WithDestructiveHintAnnotation(true),
-		mcp.WithIdempotentHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(false),
+		hints(false, true, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a execArgs

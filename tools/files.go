@@ -78,10 +78,7 @@ func uploadTool(d Deps) server.ServerTool {
 			"binary":  boolProp("content is base64-encoded bytes (standard alphabet, padded)."),
 		}))),
 		mcp.WithOutputSchema[UploadResult](),
-		mcp.WithReadOnlyHintAnnotation(false),
-		mcp.WithDestructiveHintAnnotation(true),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		hints(false, true, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		const op = "upload the file"
@@ -115,10 +112,7 @@ func downloadTool(d Deps) server.ServerTool {
 			"binary": boolProp("return the content base64-encoded (needed for files that are not UTF-8 text)."),
 		}))),
 		mcp.WithOutputSchema[DownloadResult](),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		const op = "download the file"

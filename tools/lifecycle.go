@@ -22,10 +22,7 @@ func deleteTool(d Deps) server.ServerTool {
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
 		mcp.WithOutputSchema[DeleteResult](),
-		mcp.WithReadOnlyHintAnnotation(false),
-		mcp.WithDestructiveHintAnnotation(true),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		hints(false, true, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a claimArgs
@@ -58,10 +55,7 @@ func statusTool(d Deps) server.ServerTool {
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
 		mcp.WithOutputSchema[StatusResult](),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a claimArgs

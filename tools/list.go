@@ -43,10 +43,7 @@ func listTool(d Deps) server.ServerTool {
 				"description": "Most entries to return (1-10000, default 1000)."},
 		}))),
 		mcp.WithOutputSchema[ListResult](),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		const op = "list the directory"
@@ -82,10 +79,7 @@ func existsTool(d Deps) server.ServerTool {
 		mcp.WithDescription("Checks whether a file or directory exists inside a sandbox. A missing path is exists=false, not an error."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(nil))),
 		mcp.WithOutputSchema[ExistsResult](),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		const op = "check the path"

@@ -38,10 +38,7 @@ func runCodeTool(d Deps) server.ServerTool {
 			"max_output_chars": budgetProp(),
 		})),
 		mcp.WithOutputSchema[ExecResult](),
-		mcp.WithReadOnlyHintAnnotation(false),
-		mcp.WithDestructiveHintAnnotation(true),
-		mcp.WithIdempotentHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(false),
+		hints(false, true, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		const op = "run the code"

@@ -70,3 +70,14 @@ func budgetProp() prop {
 	return prop{"type": "integer", "minimum": output.MinBudget, "maximum": output.MaxBudget, "default": output.DefaultBudget,
 		"description": "Combined stdout+stderr character budget, including omission markers (128-300000, default 30000)."}
 }
+
+// hints sets all four annotation hints, as every tool must (mcp.NewTool's defaults claim
+// destructive and open-world). No tool reaches beyond the cluster, so openWorld is false.
+func hints(readOnly, destructive, idempotent bool) mcp.ToolOption {
+	return func(t *mcp.Tool) {
+		t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(readOnly)
+		t.Annotations.DestructiveHint = mcp.ToBoolPtr(destructive)
+		t.Annotations.IdempotentHint = mcp.ToBoolPtr(idempotent)
+		t.Annotations.OpenWorldHint = mcp.ToBoolPtr(false)
+	}
+}
