@@ -43,8 +43,10 @@ func TestMain(m *testing.M) {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
 		binary = filepath.Join(dir, "k8s-sandbox-mcp")
-		build := exec.CommandContext(ctx, "go", "build", "-o", binary, ".")
+		// The static binary that ships, built as install.sh builds it (TestBinaryIsStatic).
+		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binary, ".")
 		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "building the server:", err)
 			return 1
