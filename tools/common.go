@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -42,6 +43,9 @@ func asTypeError(err error, te **json.UnmarshalTypeError) bool {
 	return ok
 }
 
+// namespace defaults an omitted namespace and applies the allowlist. Its rule is
+// apimachinery's, as in the schemas' format: a namespace from the kubeconfig or a resource
+// URI is held to the same one.
 func (d Deps) namespace(ns string) (string, error) {
 	if ns == "" {
 		ns = d.DefaultNamespace
@@ -49,8 +53,8 @@ func (d Deps) namespace(ns string) (string, error) {
 	if ns == "" {
 		ns = "default"
 	}
-	if !kube.ValidLabelValue(ns) || strings.ContainsAny(ns, "_.") || len(ns) > 63 {
-		return "", badInput("namespace %q is not a valid Kubernetes namespace name (lowercase letters, digits and '-', at most 63 characters)", ns)
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return "", badInput("namespace %q is not valid: %s", ns, strings.Join(errs, "; "))
 	}
 	if len(d.AllowedNamespaces) > 0 && !slices.Contains(d.AllowedNamespaces, ns) {
 		return "", badInput("namespace %q is not allowed on this server; use one of: %s", ns, strings.Join(d.AllowedNamespaces, ", "))
@@ -58,17 +62,8 @@ func (d Deps) namespace(ns string) (string, error) {
 	return ns, nil
 }
 
-// timeout validates an optional timeout argument in seconds.
-func timeout(name string, v *int, def int) (time.Duration, error) {
-	n := def
-	if v != nil {
-		n = *v
-	}
-	if n < minTimeout || n > maxTimeout {
-		return 0, badInput("%s must be between %d and %d seconds, got %d", name, minTimeout, maxTimeout, n)
-	}
-	return time.Duration(n) * time.Second, nil
-}
+// seconds reads an optional duration argument the schema has already bounded.
+func seconds(v *int, def int) time.Duration { return time.Duration(intArg(v, def)) * time.Second }
 
 // caller validates the claim arguments and names the owner.
 func (d Deps) caller(ctx context.Context, a claimArgs) (claimRef, string, error) {
@@ -78,9 +73,6 @@ func (d Deps) caller(ctx context.Context, a claimArgs) (claimRef, string, error)
 		return ref, "", err
 	}
 	ref.Namespace = ns
-	if a.SandboxClaimName == "" {
-		return ref, "", badInput("sandbox_claim_name is required: pass the name create_sandbox returned")
-	}
 	owner, err := d.Owner(ctx)
 	return ref, owner, err
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -29,22 +30,18 @@ type CreateResult struct {
 	ShutdownTime     string `json:"shutdown_time,omitempty" jsonschema:"RFC 3339 time at which the sandbox is deleted automatically"`
 }
 
-const defaultShutdownAfter = 300
-
 func createTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("create_sandbox",
 		mcp.WithToolTitle("Create a sandbox"),
-		mcp.WithDescription("Creates a new isolated sandbox from a warm pool and waits until it is ready. "+
+		mcp.WithDescription(fmt.Sprintf("Creates a new isolated sandbox from a warm pool and waits until it is ready. "+
 			"Returns sandbox_claim_name, which every other tool takes. The sandbox is deleted automatically "+
-			"after shutdown_after_seconds (default 300); call delete_sandbox when you are done."),
+			"after shutdown_after_seconds (default %d); call delete_sandbox when you are done.", defaultShutdownAfter)),
 		inputSchema(objectSchema([]string{"warmpool"}, map[string]prop{
-			"warmpool":  {"type": "string", "minLength": 1, "maxLength": 253, "description": "Name of the SandboxWarmPool to claim a sandbox from."},
-			"namespace": namespaceProp(),
-			"sandbox_ready_timeout": {"type": "integer", "minimum": minTimeout, "maximum": maxTimeout, "default": 180,
-				"description": "Seconds to wait for the sandbox to become ready (1-600, default 180)."},
-			"labels": stringMapProp("Labels for the SandboxClaim (valid Kubernetes label keys and values)."),
-			"shutdown_after_seconds": {"type": []string{"integer", "null"}, "minimum": 1, "default": defaultShutdownAfter,
-				"description": "Delete the sandbox automatically after this many seconds (default 300). null disables the timeout."},
+			"warmpool":               warmpoolProp(),
+			"namespace":              namespaceProp(),
+			"sandbox_ready_timeout":  intProp("Seconds to wait for the sandbox to become ready", minTimeout, maxTimeout, defaultReadyTimeout),
+			"labels":                 stringMapProp("Labels for the SandboxClaim (valid Kubernetes label keys and values)."),
+			"shutdown_after_seconds": d.shutdownProp(),
 			"pod_labels":      stringMapProp("Extra labels for the sandbox Pod; keys need an allowed domain prefix (by default sandbox.users.io/)."),
 			"pod_annotations": stringMapProp("Extra annotations for the sandbox Pod."),
 		})),
@@ -71,13 +68,7 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	if err != nil {
 		return CreateResult{}, err
 	}
-	if a.Warmpool == "" {
-		return CreateResult{}, badInput("warmpool is required: the name of a SandboxWarmPool in namespace %q", ns)
-	}
-	ready, err := timeout("sandbox_ready_timeout", a.SandboxReadyTimeout, 180)
-	if err != nil {
-		return CreateResult{}, err
-	}
+	ready := seconds(a.SandboxReadyTimeout, defaultReadyTimeout)
 	shutdown, err := d.shutdownAfter(a.ShutdownAfterSeconds)
 	if err != nil {
 		return CreateResult{}, err
@@ -110,25 +101,39 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	return res, nil
 }
 
-// shutdownAfter reads shutdown_after_seconds: absent means the default, null means none.
+// maxShutdownAfter is the largest shutdown_after_seconds: the operator's cap, else a ceiling
+// that keeps every accepted value far from overflowing a time.Duration.
+func (d Deps) maxShutdownAfter() int {
+	if d.MaxShutdownAfter > 0 {
+		return min(int(d.MaxShutdownAfter/time.Second), shutdownCeiling)
+	}
+	return shutdownCeiling
+}
+
+// shutdownProp states the bounds and whether null (no timeout) is allowed here, so the model
+// reads this server's rule and the schema check enforces it.
+func (d Deps) shutdownProp() prop {
+	p := prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(), "default": defaultShutdownAfter,
+		"description": fmt.Sprintf("Delete the sandbox automatically after this many seconds (1-%d, default %d).",
+			d.maxShutdownAfter(), defaultShutdownAfter)}
+	if !d.RequireShutdown {
+		p["type"] = []string{"integer", "null"}
+		p["description"] = p["description"].(string) + " null disables the timeout."
+	}
+	return p
+}
+
+// shutdownAfter reads shutdown_after_seconds, which the schema has bounded: absent means the
+// default, null (where the schema allows it) means none.
 func (d Deps) shutdownAfter(raw json.RawMessage) (*time.Duration, error) {
 	secs := defaultShutdownAfter
 	if len(raw) > 0 {
 		if string(raw) == "null" {
-			if d.RequireShutdown {
-				return nil, badInput("shutdown_after_seconds cannot be null on this server: every sandbox needs a timeout (at most %d s)", int(d.MaxShutdownAfter.Seconds()))
-			}
 			return nil, nil
 		}
 		if err := json.Unmarshal(raw, &secs); err != nil {
-			return nil, badInput("shutdown_after_seconds must be a positive integer number of seconds or null, got %s", raw)
+			return nil, badInput("shutdown_after_seconds must be an integer number of seconds, got %s", raw)
 		}
-	}
-	if secs < 1 {
-		return nil, badInput("shutdown_after_seconds must be at least 1 (or null for no timeout), got %d", secs)
-	}
-	if d.MaxShutdownAfter > 0 && time.Duration(secs)*time.Second > d.MaxShutdownAfter {
-		return nil, badInput("shutdown_after_seconds must be at most %d on this server, got %d", int(d.MaxShutdownAfter.Seconds()), secs)
 	}
 	dur := time.Duration(secs) * time.Second
 	return &dur, nil

@@ -36,7 +36,7 @@ type Deps struct {
 	// null (a sandbox without a TTL), which the spec otherwise allows.
 	MaxShutdownAfter time.Duration
 	RequireShutdown  bool
-	// MaxDownloadBytes bounds download_file; 0 means 32 MiB.
+	// MaxDownloadBytes bounds download_file; 0 means conn.DefaultMaxDownloadBytes.
 	MaxDownloadBytes int64
 	// AllowedNamespaces, when not empty, is the only namespaces tools may use.
 	AllowedNamespaces []string
@@ -56,7 +56,7 @@ func (d Deps) maxDownload() int64 {
 	if d.MaxDownloadBytes > 0 {
 		return d.MaxDownloadBytes
 	}
-	return 32 << 20
+	return conn.DefaultMaxDownloadBytes
 }
 
 func (d Deps) heartbeat() time.Duration {

@@ -48,7 +48,7 @@ func advice(op string, ref claimRef, err error) string {
 		return fmt.Sprintf("Could not %s: the server's Kubernetes identity is not allowed to do this in namespace %q (%s). "+
 			"Use a namespace the server may use, or ask the operator to grant access.", op, ref.Namespace, status.Status().Message)
 	case errors.Is(err, conn.ErrTimeout):
-		return fmt.Sprintf("Could not %s: it did not finish within the timeout and was killed. Retry with a larger timeout (at most 600 s), or run it in the background (e.g. `nohup cmd > out.log 2>&1 &`) and poll.", op)
+		return fmt.Sprintf("Could not %s: it did not finish within the timeout and was killed. Retry with a larger timeout (at most %d s), or run it in the background (e.g. `nohup cmd > out.log 2>&1 &`) and poll.", op, maxTimeout)
 	case errors.Is(err, conn.ErrNotFound):
 		return fmt.Sprintf("Could not %s: %v. Check the path with list_files or file_exists.", op, err)
 	case errors.Is(err, conn.ErrNotDir):

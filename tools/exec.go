@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,12 +41,12 @@ func execTool(d Deps) server.ServerTool {
 			"With args, command is run directly as a program with those arguments, without a shell. Runs once, never retried; "+
 			"killed after timeout seconds. Output beyond max_output_chars keeps its beginning and end around "+
 			"'[... N characters omitted ...]'; *_truncated and *_total_chars say what was cut. To see more, raise "+
-			"max_output_chars (up to 300000) or filter the output (grep, head, tail, sed -n)."),
+			"max_output_chars (up to "+strconv.Itoa(output.MaxBudget)+") or filter the output (grep, head, tail, sed -n)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "command"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"command": {"type": "string", "minLength": 1, "maxLength": 262144,
+			"command": {"type": "string", "minLength": 1, "maxLength": maxCommandChars,
 				"description": "Shell command, e.g. \"cd src && make test 2>&1 | tail -50\". With args: the program to run."},
-			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": 4096,
+			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": maxArgv,
 				"description": "Optional argv after command; when given, no shell is involved."},
 			"timeout":          timeoutProp("the command"),
 			"max_output_chars": budgetProp(),
@@ -76,17 +77,8 @@ func (d Deps) execResult(ctx context.Context, req mcp.CallToolRequest, op string
 }
 
 func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*ExecResult, claimRef, error) {
-	to, err := timeout("timeout", a.Timeout, defaultTimeout)
-	if err != nil {
-		return nil, claimRef{Namespace: a.Namespace, Name: a.SandboxClaimName}, err
-	}
-	budget := output.DefaultBudget
-	if a.MaxOutputChars != nil {
-		budget = *a.MaxOutputChars
-	}
-	if budget < output.MinBudget || budget > output.MaxBudget {
-		return nil, claimRef{}, badInput("max_output_chars must be between %d and %d, got %d", output.MinBudget, output.MaxBudget, budget)
-	}
+	to := seconds(a.Timeout, defaultTimeout)
+	budget := intArg(a.MaxOutputChars, output.DefaultBudget)
 	if strings.TrimSpace(a.Command) == "" {
 		return nil, claimRef{}, badInput("command is required and must not be blank")
 	}
@@ -152,13 +144,10 @@ func (d Deps) heartbeats(p *progress, c *output.Capture, limit time.Duration) (s
 }
 
 func timeoutText(a execArgs, r *ExecResult) string {
-	secs := defaultTimeout
-	if a.Timeout != nil {
-		secs = *a.Timeout
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "The command did not finish within %d s and was killed (with every process it started). "+
-		"Retry with a larger timeout (at most 600), or start it in the background (nohup CMD > out.log 2>&1 &) and poll the log.", secs)
+		"Retry with a larger timeout (at most %d), or start it in the background (nohup CMD > out.log 2>&1 &) and poll the log.",
+		intArg(a.Timeout, defaultTimeout), maxTimeout)
 	if r.Stdout != "" {
 		fmt.Fprintf(&b, "\n\nstdout so far (%d characters):\n%s", r.StdoutTotalChars, r.Stdout)
 	}

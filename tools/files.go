@@ -33,7 +33,7 @@ type DownloadResult struct {
 func fileSchema(extra map[string]prop, required ...string) map[string]prop {
 	props := map[string]prop{
 		"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-		"path":    pathProp("File path inside the sandbox, relative to its working directory (a leading / is relative to it too)."),
+		"path":    pathProp("File path inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the working directory)."),
 		"timeout": timeoutProp("the file operation"),
 	}
 	for k, v := range extra {
@@ -42,23 +42,12 @@ func fileSchema(extra map[string]prop, required ...string) map[string]prop {
 	return props
 }
 
-// onSandbox runs the steps every file tool shares: validate the timeout and path (and the
-// tool's own check, invalid), resolve the caller's claim, then run do against its sandbox
-// within the timeout. It returns the failure result, or nil when do succeeded.
-func (d Deps) onSandbox(ctx context.Context, op string, a fileArgs, invalid error, do func(context.Context, conn.Target) error) *mcp.CallToolResult {
-	to, err := timeout("timeout", a.Timeout, defaultTimeout)
-	if err == nil {
-		err = invalid
-	}
-	if err == nil && a.Path == "" {
-		err = badInput("path is required (use \".\" for the working directory)")
-	}
-	if err != nil {
-		return failure(op, claimRef{}, err)
-	}
+// onSandbox runs the steps every file tool shares: resolve the caller's claim, then run do
+// against its sandbox within the timeout. It returns the failure result, or nil when do succeeded.
+func (d Deps) onSandbox(ctx context.Context, op string, a fileArgs, do func(context.Context, conn.Target) error) *mcp.CallToolResult {
 	c, ref, err := d.resolve(ctx, a.claimArgs)
 	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, to)
+		cctx, cancel := context.WithTimeout(ctx, seconds(a.Timeout, defaultTimeout))
 		err = do(cctx, target(c))
 		cancel()
 	}
@@ -94,7 +83,7 @@ func uploadTool(d Deps) server.ServerTool {
 					"Encode the bytes with base64, or pass text with binary=false.", err)), nil
 			}
 		}
-		if fail := d.onSandbox(ctx, op, a, nil, func(ctx context.Context, t conn.Target) error {
+		if fail := d.onSandbox(ctx, op, a, func(ctx context.Context, t conn.Target) error {
 			return d.Conn.Upload(ctx, t, a.Path, data)
 		}); fail != nil {
 			return fail, nil
@@ -121,7 +110,7 @@ func downloadTool(d Deps) server.ServerTool {
 			return failure(op, claimRef{}, err), nil
 		}
 		var data []byte
-		if fail := d.onSandbox(ctx, op, a, nil, func(ctx context.Context, t conn.Target) (err error) {
+		if fail := d.onSandbox(ctx, op, a, func(ctx context.Context, t conn.Target) (err error) {
 			data, err = d.Conn.Download(ctx, t, a.Path, d.maxDownload())
 			return err
 		}); fail != nil {

@@ -9,11 +9,6 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 )
 
-const (
-	defaultMaxEntries = 1000
-	maxMaxEntries     = 10000
-)
-
 type listArgs struct {
 	fileArgs
 	MaxEntries *int `json:"max_entries"`
@@ -39,8 +34,7 @@ func listTool(d Deps) server.ServerTool {
 			"execute_command (e.g. `ls DIR | grep PATTERN`)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
 			"path": pathProp("Directory path inside the sandbox (\".\" or \"/\" for its working directory)."),
-			"max_entries": {"type": "integer", "minimum": 1, "maximum": maxMaxEntries, "default": defaultMaxEntries,
-				"description": "Most entries to return (1-10000, default 1000)."},
+			"max_entries": intProp("Most entries to return", 1, maxMaxEntries, defaultMaxEntries),
 		}))),
 		mcp.WithOutputSchema[ListResult](),
 		hints(true, false, true),
@@ -51,16 +45,9 @@ func listTool(d Deps) server.ServerTool {
 		if err := bind(req, &a); err != nil {
 			return failure(op, claimRef{}, err), nil
 		}
-		maxEntries := defaultMaxEntries
-		if a.MaxEntries != nil {
-			maxEntries = *a.MaxEntries
-		}
-		var invalid error
-		if maxEntries < 1 || maxEntries > maxMaxEntries {
-			invalid = badInput("max_entries must be between 1 and %d, got %d", maxMaxEntries, maxEntries)
-		}
+		maxEntries := intArg(a.MaxEntries, defaultMaxEntries)
 		var l conn.Listing
-		if fail := d.onSandbox(ctx, op, a.fileArgs, invalid, func(ctx context.Context, t conn.Target) (err error) {
+		if fail := d.onSandbox(ctx, op, a.fileArgs, func(ctx context.Context, t conn.Target) (err error) {
 			l, err = d.Conn.List(ctx, t, a.Path, maxEntries)
 			return err
 		}); fail != nil {
@@ -88,7 +75,7 @@ func existsTool(d Deps) server.ServerTool {
 			return failure(op, claimRef{}, err), nil
 		}
 		var ok bool
-		if fail := d.onSandbox(ctx, op, a, nil, func(ctx context.Context, t conn.Target) (err error) {
+		if fail := d.onSandbox(ctx, op, a, func(ctx context.Context, t conn.Target) (err error) {
 			ok, err = d.Conn.Exists(ctx, t, a.Path)
 			return err
 		}); fail != nil {

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -15,6 +17,9 @@ var interpreters = map[string][]string{
 	"bash":   {"bash", "-c"},
 	"sh":     {"sh", "-c"},
 }
+
+// languages lists run_code's languages in a stable order, for the schema's enum.
+func languages() []string { return slices.Sorted(maps.Keys(interpreters)) }
 
 type runCodeArgs struct {
 	claimArgs
@@ -32,8 +37,8 @@ func runCodeTool(d Deps) server.ServerTool {
 			"execute_command. The code is passed to the interpreter as is: no shell quoting is needed."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "code", "language"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"code":             {"type": "string", "minLength": 1, "maxLength": 262144, "description": "The program's source."},
-			"language":         {"type": "string", "enum": []string{"python", "nodejs", "bash", "sh"}, "description": "Interpreter to run it with."},
+			"code":             {"type": "string", "minLength": 1, "maxLength": maxCommandChars, "description": "The program's source."},
+			"language":         {"type": "string", "enum": languages(), "description": "Interpreter to run it with."},
 			"timeout":          timeoutProp("the program"),
 			"max_output_chars": budgetProp(),
 		})),
@@ -46,10 +51,7 @@ func runCodeTool(d Deps) server.ServerTool {
 		if err := bind(req, &a); err != nil {
 			return failure(op, claimRef{}, err), nil
 		}
-		argv, ok := interpreters[a.Language]
-		if !ok {
-			return failure(op, claimRef{}, badInput("language must be one of python, nodejs, bash, sh; got %q", a.Language)), nil
-		}
+		argv := interpreters[a.Language] // the schema's enum is interpreters' keys
 		ea := execArgs{claimArgs: a.claimArgs, Command: argv[0], Args: []string{argv[1], a.Code}, Timeout: a.Timeout, MaxOutputChars: a.MaxOutputChars}
 		return d.execResult(ctx, req, op, ea), nil
 	}}

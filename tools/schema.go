@@ -2,9 +2,13 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
 
@@ -33,29 +37,66 @@ func objectSchema(required []string, props map[string]prop) json.RawMessage {
 	return b
 }
 
+// Argument bounds and defaults. Schemas, descriptions, instructions and messages all take
+// their numbers from here (and from output's budget constants).
 const (
 	minTimeout     = 1
 	maxTimeout     = 600
 	defaultTimeout = 60
+	// defaultShutdownAfter is the spec's default TTL; shutdownCeiling bounds it when the
+	// operator sets no maximum, so a huge number can never wrap a time.Duration.
+	defaultShutdownAfter = 300
+	shutdownCeiling      = 365 * 24 * 3600
+	maxCommandChars      = 256 << 10
+	maxArgv              = 4096
+	maxPathChars         = 4096
+	defaultMaxEntries    = 1000
+	maxMaxEntries        = 10000
 )
 
+// defaultReadyTimeout is kube's, in the seconds the argument takes.
+var defaultReadyTimeout = int(kube.DefaultReadyTimeout.Seconds())
+
+// Formats name Kubernetes' own rules (apimachinery's validation) in the schemas; args.go
+// checks them with the same functions the API server uses.
+const (
+	formatNamespace  = "kubernetes-namespace"   // a DNS-1123 label
+	formatObjectName = "kubernetes-object-name" // a DNS-1123 subdomain
+)
+
+// noControl refuses C0 controls and DEL in paths: a NUL or CR/LF is never what the model
+// meant, and would otherwise reach the runtime.
+const noControl = `^[^\x00-\x1f\x7f]*$`
+
 func claimProp() prop {
-	return prop{"type": "string", "minLength": 1, "maxLength": 253,
+	return prop{"type": "string", "minLength": 1, "maxLength": validation.DNS1123SubdomainMaxLength, "format": formatObjectName,
 		"description": "Claim name returned by create_sandbox (sandbox_claim_name)."}
 }
 
 func namespaceProp() prop {
-	return prop{"type": "string", "maxLength": 63,
-		"description": "Kubernetes namespace of the sandbox. Defaults to the server's current namespace."}
+	return prop{"type": "string", "maxLength": validation.DNS1123LabelMaxLength, "format": formatNamespace,
+		"description": fmt.Sprintf("Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending "+
+			"with a letter or digit, at most %d characters. Defaults to the server's current namespace.", validation.DNS1123LabelMaxLength)}
+}
+
+func warmpoolProp() prop {
+	return prop{"type": "string", "minLength": 1, "maxLength": validation.DNS1123SubdomainMaxLength, "format": formatObjectName,
+		"description": "Name of the SandboxWarmPool to claim a sandbox from: a Kubernetes object name (lowercase letters, digits, '-' and '.')."}
+}
+
+// intProp is a bounded integer whose description states its bounds and default.
+func intProp(lead string, min, max, def int) prop {
+	return prop{"type": "integer", "minimum": min, "maximum": max, "default": def,
+		"description": fmt.Sprintf("%s (%d-%d, default %d).", lead, min, max, def)}
 }
 
 func timeoutProp(what string) prop {
-	return prop{"type": "integer", "minimum": minTimeout, "maximum": maxTimeout, "default": defaultTimeout,
-		"description": "Seconds to wait for " + what + " (1-600, default 60)."}
+	return intProp("Seconds to wait for "+what, minTimeout, maxTimeout, defaultTimeout)
 }
 
 func pathProp(what string) prop {
-	return prop{"type": "string", "minLength": 1, "maxLength": 4096, "description": what}
+	return prop{"type": "string", "minLength": 1, "maxLength": maxPathChars, "pattern": noControl,
+		"description": what + " No control characters."}
 }
 
 func stringMapProp(desc string) prop {
@@ -67,8 +108,15 @@ func boolProp(desc string) prop {
 }
 
 func budgetProp() prop {
-	return prop{"type": "integer", "minimum": output.MinBudget, "maximum": output.MaxBudget, "default": output.DefaultBudget,
-		"description": "Combined stdout+stderr character budget, including omission markers (128-300000, default 30000)."}
+	return intProp("Combined stdout+stderr character budget, including omission markers", output.MinBudget, output.MaxBudget, output.DefaultBudget)
+}
+
+// intArg reads an optional integer argument the schema has already bounded.
+func intArg(v *int, def int) int {
+	if v == nil {
+		return def
+	}
+	return *v
 }
 
 // hints sets all four annotation hints, as every tool must (mcp.NewTool's defaults claim

@@ -2,29 +2,40 @@ package tools
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
 
-// Instructions tell the model how the tools fit together.
-const Instructions = `Sandboxes are isolated Kubernetes pods for running commands and handling files.
-Lifecycle: create_sandbox (from a warm pool; returns sandbox_claim_name) -> execute_command, upload_file,
+// Instructions tell the model how the tools fit together; every tool is named, and the
+// numbers are the schemas' own.
+var Instructions = fmt.Sprintf(`Sandboxes are isolated Kubernetes pods for running commands and handling files.
+Lifecycle: create_sandbox (from a warm pool; returns sandbox_claim_name) -> execute_command, run_code, upload_file,
 download_file, list_files, file_exists, get_sandbox_status with that name -> delete_sandbox when done.
-Every sandbox is deleted automatically after shutdown_after_seconds (default 300), so create a new one if a
+Every sandbox is deleted automatically after shutdown_after_seconds (default %d), so create a new one if a
 call says the claim is not found. You only see sandboxes you created; read sandboxes://{namespace} to list them.
-execute_command runs /bin/sh -c once (never retried) and kills the command after timeout seconds. Output beyond
-max_output_chars (default 30000) keeps its beginning and end around "[... N characters omitted ...]";
+execute_command runs /bin/sh -c once (never retried) and kills the command after timeout seconds (at most %d);
+run_code runs a python, nodejs, bash or sh program without shell quoting. Output beyond
+max_output_chars (default %d) keeps its beginning and end around "[... N characters omitted ...]";
 stdout_truncated/stderr_truncated and *_total_chars say what was cut. To see more, raise max_output_chars
-(up to 300000) or narrow the output (grep, head, tail, sed -n 'A,Bp'), or write it to a file and download parts.`
+(up to %d) or narrow the output (grep, head, tail, sed -n 'A,Bp'), or write it to a file and download parts.`,
+	defaultShutdownAfter, maxTimeout, output.DefaultBudget, output.MaxBudget)
 
-// All returns every tool, in the order tools/list shows them.
+// All returns every tool, in the order tools/list shows them, each checked against its own
+// input schema before its handler runs.
 func All(d Deps) []server.ServerTool {
-	return []server.ServerTool{
+	all := []server.ServerTool{
 		createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
 		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),
 	}
+	for i := range all {
+		all[i] = validated(all[i])
+	}
+	return all
 }
 
 // NewServer builds the MCP server with every tool and the sandboxes resource template.
@@ -35,7 +46,6 @@ func NewServer(d Deps, version string, opts ...server.ServerOption) *server.MCPS
 		server.WithInstructions(Instructions),
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
-		server.WithInputSchemaValidation(),
 		server.WithToolHandlerMiddleware(d.logCalls),
 	}
 	s := server.NewMCPServer("k8s-sandbox-mcp", version, append(base, opts...)...)

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -29,33 +30,74 @@ func TestBadInput(t *testing.T) {
 		}
 		return m
 	}
+	const (
+		timeoutRange = "timeout must be between 1 and 600 seconds, got %d. Pass a value in that range, or leave timeout out for the default (60)."
+		budgetRange  = "max_output_chars must be between 128 and 300000, got %d. Pass a value in that range, or leave max_output_chars out for the default (30000)."
+		entriesRange = "max_entries must be between 1 and 10000, got %d. Pass a value in that range, or leave max_entries out for the default (1000)."
+		nsRule       = "Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters. Defaults to the server's current namespace."
+		poolRule     = "Name of the SandboxWarmPool to claim a sandbox from: a Kubernetes object name (lowercase letters, digits, '-' and '.')."
+		claimRule    = "Claim name returned by create_sandbox (sandbox_claim_name)."
+		pathRule     = "File path inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the working directory). No control characters."
+		notFound     = `Sandbox claim %q is not found in namespace "ns1". It may have been deleted or expired (shutdown_after_seconds); read the resource sandboxes://ns1 to list your sandboxes, or call create_sandbox for a new one.`
+		shutdownMax  = "shutdown_after_seconds must be between 1 and 31536000 seconds, got %s. Pass a value in that range, or leave shutdown_after_seconds out for the default (300)."
+	)
+	f := fmt.Sprintf
 	tests := []struct {
 		name, tool string
 		args       map[string]any
-		want       string
+		want       string // the whole message
 	}{
-		{"exec timeout 0", "execute_command", with(map[string]any{"command": "true", "timeout": 0}), "timeout"},
-		{"exec timeout 601", "execute_command", with(map[string]any{"command": "true", "timeout": 601}), "timeout"},
-		{"exec budget low", "execute_command", with(map[string]any{"command": "true", "max_output_chars": 127}), "max_output_chars"},
-		{"exec budget high", "execute_command", with(map[string]any{"command": "true", "max_output_chars": 300001}), "max_output_chars"},
-		{"exec blank command", "execute_command", with(map[string]any{"command": "   "}), "command"},
-		{"exec timeout string", "execute_command", with(map[string]any{"command": "true", "timeout": "ten"}), "timeout"},
-		{"exec unknown claim", "execute_command", map[string]any{"sandbox_claim_name": "nope", "namespace": "ns1", "command": "true"}, `"nope" is not found in namespace "ns1"`},
-		{"exec other owner", "execute_command", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1", "command": "true"}, `"theirs" is not found`},
-		{"bad namespace", "file_exists", with(map[string]any{"namespace": "Bad_NS", "path": "a"}), "not a valid Kubernetes namespace"},
-		{"list max 0", "list_files", with(map[string]any{"path": ".", "max_entries": 0}), "max_entries"},
-		{"list max 10001", "list_files", with(map[string]any{"path": ".", "max_entries": 10001}), "max_entries"},
-		{"list timeout 601", "list_files", with(map[string]any{"path": ".", "timeout": 601}), "timeout"},
-		{"exists timeout 0", "file_exists", with(map[string]any{"path": "a", "timeout": 0}), "timeout"},
-		{"upload bad base64", "upload_file", with(map[string]any{"path": "a", "content": "not base64!", "binary": true}), "base64"},
-		{"upload unpadded base64", "upload_file", with(map[string]any{"path": "a", "content": "YWJj ZA", "binary": true}), "base64"},
-		{"download missing path", "download_file", with(map[string]any{"path": "missing.txt"}), "list_files"},
-		{"create no pool", "create_sandbox", map[string]any{"warmpool": ""}, "warmpool"},
-		{"create shutdown 0", "create_sandbox", map[string]any{"warmpool": "p", "shutdown_after_seconds": 0}, "shutdown_after_seconds"},
-		{"create ready timeout 601", "create_sandbox", map[string]any{"warmpool": "p", "sandbox_ready_timeout": 601}, "sandbox_ready_timeout"},
-		{"delete other owner", "delete_sandbox", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1"}, "not found"},
-		{"status other owner", "get_sandbox_status", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1"}, "not found"},
-		{"unknown argument", "file_exists", with(map[string]any{"path": "a", "pathh": "b"}), "pathh"},
+		{"exec timeout 0", "execute_command", with(map[string]any{"command": "true", "timeout": 0}), f(timeoutRange, 0)},
+		{"exec timeout 601", "execute_command", with(map[string]any{"command": "true", "timeout": 601}), f(timeoutRange, 601)},
+		{"exec timeout huge", "execute_command", with(map[string]any{"command": "true", "timeout": 1e20}), strings.Replace(timeoutRange, "%d", "100000000000000000000", 1)},
+		{"exec timeout fraction", "execute_command", with(map[string]any{"command": "true", "timeout": 1.5}),
+			"timeout must be an integer, got a number. Seconds to wait for the command (1-600, default 60)."},
+		{"exec budget low", "execute_command", with(map[string]any{"command": "true", "max_output_chars": 127}), f(budgetRange, 127)},
+		{"exec budget high", "execute_command", with(map[string]any{"command": "true", "max_output_chars": 300001}), f(budgetRange, 300001)},
+		{"exec blank command", "execute_command", with(map[string]any{"command": "   "}), "command is required and must not be blank"},
+		{"exec empty command", "execute_command", with(map[string]any{"command": ""}),
+			`command must not be empty. Shell command, e.g. "cd src && make test 2>&1 | tail -50". With args: the program to run.`},
+		{"exec no command", "execute_command", owned,
+			`command is required. Shell command, e.g. "cd src && make test 2>&1 | tail -50". With args: the program to run.`},
+		{"exec timeout string", "execute_command", with(map[string]any{"command": "true", "timeout": "ten"}),
+			"timeout must be an integer, got a string. Seconds to wait for the command (1-600, default 60)."},
+		{"exec args not strings", "execute_command", with(map[string]any{"command": "ls", "args": []any{"-l", 3}}),
+			"args.1 must be a string, got a number. "},
+		{"exec unknown claim", "execute_command", map[string]any{"sandbox_claim_name": "nope", "namespace": "ns1", "command": "true"}, f(notFound, "nope")},
+		{"exec other owner", "execute_command", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1", "command": "true"}, f(notFound, "theirs")},
+		{"claim with CRLF", "execute_command", map[string]any{"sandbox_claim_name": "mine\r\nX: y", "namespace": "ns1", "command": "true"},
+			`sandbox_claim_name "mine\r\nX: y" is not valid. ` + claimRule},
+		{"claim upper case", "delete_sandbox", map[string]any{"sandbox_claim_name": "Mine", "namespace": "ns1"}, `sandbox_claim_name "Mine" is not valid. ` + claimRule},
+		{"no claim", "get_sandbox_status", map[string]any{"namespace": "ns1"}, "sandbox_claim_name is required. " + claimRule},
+		{"bad namespace", "file_exists", with(map[string]any{"namespace": "Bad_NS", "path": "a"}), `namespace "Bad_NS" is not valid. ` + nsRule},
+		{"upper-case namespace", "execute_command", with(map[string]any{"namespace": "Team-A", "command": "true"}), `namespace "Team-A" is not valid. ` + nsRule},
+		{"dotted namespace", "create_sandbox", map[string]any{"warmpool": "p", "namespace": "a.b"}, `namespace "a.b" is not valid. ` + nsRule},
+		{"long namespace", "create_sandbox", map[string]any{"warmpool": "p", "namespace": strings.Repeat("a", 64)}, `namespace "`+strings.Repeat("a", 64)+`" is not valid. ` + nsRule},
+		{"list max 0", "list_files", with(map[string]any{"path": ".", "max_entries": 0}), f(entriesRange, 0)},
+		{"list max 10001", "list_files", with(map[string]any{"path": ".", "max_entries": 10001}), f(entriesRange, 10001)},
+		{"list timeout 601", "list_files", with(map[string]any{"path": ".", "timeout": 601}), f(timeoutRange, 601)},
+		{"exists timeout 0", "file_exists", with(map[string]any{"path": "a", "timeout": 0}), f(timeoutRange, 0)},
+		{"path with NUL", "download_file", with(map[string]any{"path": "a\x00/etc"}), `path "a\x00/etc" is not valid. ` + pathRule},
+		{"path with newline", "upload_file", with(map[string]any{"path": "a\nb", "content": "x"}), `path "a\nb" is not valid. ` + pathRule},
+		{"empty path", "list_files", with(map[string]any{"path": ""}), "path must not be empty. Directory path inside the sandbox (\".\" or \"/\" for its working directory). No control characters."},
+		{"upload bad base64", "upload_file", with(map[string]any{"path": "a", "content": "not base64!", "binary": true}),
+			"content is not valid base64 (standard alphabet with padding): illegal base64 data at input byte 3. Encode the bytes with base64, or pass text with binary=false."},
+		{"upload unpadded base64", "upload_file", with(map[string]any{"path": "a", "content": "YWJj ZA", "binary": true}),
+			"content is not valid base64 (standard alphabet with padding): illegal base64 data at input byte 4. Encode the bytes with base64, or pass text with binary=false."},
+		{"download missing path", "download_file", with(map[string]any{"path": "missing.txt"}),
+			`Could not download the file: "missing.txt": path not found. Check the path with list_files or file_exists.`},
+		{"create no pool", "create_sandbox", map[string]any{"warmpool": ""}, "warmpool must not be empty. " + poolRule},
+		{"create pool with CRLF", "create_sandbox", map[string]any{"warmpool": "demo-pool\r\nX: y"}, `warmpool "demo-pool\r\nX: y" is not valid. ` + poolRule},
+		{"create shutdown 0", "create_sandbox", map[string]any{"warmpool": "p", "shutdown_after_seconds": 0}, f(shutdownMax, "0")},
+		{"create shutdown wraps", "create_sandbox", map[string]any{"warmpool": "p", "shutdown_after_seconds": 18446744075}, f(shutdownMax, "18446744075")},
+		{"create shutdown huge", "create_sandbox", map[string]any{"warmpool": "p", "shutdown_after_seconds": 10000000000}, f(shutdownMax, "10000000000")},
+		{"create ready timeout 601", "create_sandbox", map[string]any{"warmpool": "p", "sandbox_ready_timeout": 601},
+			"sandbox_ready_timeout must be between 1 and 600 seconds, got 601. Pass a value in that range, or leave sandbox_ready_timeout out for the default (180)."},
+		{"create label value not a string", "create_sandbox", map[string]any{"warmpool": "p", "labels": map[string]any{"a": 1}}, "labels.a must be a string, got a number. "},
+		{"run_code language", "run_code", with(map[string]any{"code": "1", "language": "ruby"}), `language must be one of bash, nodejs, python, sh; got "ruby".`},
+		{"delete other owner", "delete_sandbox", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1"}, f(notFound, "theirs")},
+		{"status other owner", "get_sandbox_status", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1"}, f(notFound, "theirs")},
+		{"unknown argument", "file_exists", with(map[string]any{"path": "a", "pathh": "b"}), `unknown argument "pathh": file_exists takes sandbox_claim_name, path, namespace, timeout.`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,8 +111,8 @@ func TestBadInput(t *testing.T) {
 			if res.StructuredContent != nil {
 				t.Errorf("error result carries structuredContent: %v", res.StructuredContent)
 			}
-			if !strings.Contains(text(res), tt.want) {
-				t.Errorf("error %q does not mention %q", text(res), tt.want)
+			if text(res) != tt.want {
+				t.Errorf("error\n got: %s\nwant: %s", text(res), tt.want)
 			}
 			if tt.tool != "download_file" && h.conn.calls != 0 {
 				t.Errorf("sandbox was reached %d times on bad input", h.conn.calls)

@@ -1,0 +1,56 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestBadInputReachesTheModelAsOneSentence: through the built binary, over stdio and HTTP, an
+// argument that breaks its schema gets the sentence that names it, its bound and what to do
+// (never the schema validator's raw text), and nothing is sent to the cluster.
+func TestBadInputReachesTheModelAsOneSentence(t *testing.T) {
+	ns := stack.Namespace(t)
+	conn := connections()[4] // sandboxd-pod-ip: any connection type validates the same way
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"execute_command", map[string]any{"sandbox_claim_name": "x", "namespace": ns.Name, "command": "true", "max_output_chars": 127},
+			"max_output_chars must be between 128 and 300000, got 127. Pass a value in that range, or leave max_output_chars out for the default (30000)."},
+		{"execute_command", map[string]any{"sandbox_claim_name": "x", "namespace": "Team-A", "command": "true"},
+			`namespace "Team-A" is not valid. Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters. Defaults to the server's current namespace.`},
+		{"download_file", map[string]any{"sandbox_claim_name": "x", "namespace": ns.Name, "path": "a\x00b"},
+			`path "a\x00b" is not valid. File path inside the sandbox, relative to its working directory (a leading / is relative to it too; "." is the working directory). No control characters.`},
+		{"create_sandbox", map[string]any{"warmpool": "demo-pool\r\nX: y", "namespace": ns.Name},
+			`warmpool "demo-pool\r\nX: y" is not valid. Name of the SandboxWarmPool to claim a sandbox from: a Kubernetes object name (lowercase letters, digits, '-' and '.').`},
+		{"create_sandbox", map[string]any{"warmpool": conn.pool, "namespace": ns.Name, "shutdown_after_seconds": 18446744075},
+			"shutdown_after_seconds must be between 1 and 31536000 seconds, got 18446744075. Pass a value in that range, or leave shutdown_after_seconds out for the default (300)."},
+	}
+	sessions := map[string]func(t *testing.T) *mcp.ClientSession{
+		"stdio": func(t *testing.T) *mcp.ClientSession { return stdioSession(t, conn.env, "") },
+		"http":  func(t *testing.T) *mcp.ClientSession { return httpSession(t, httpServer(t, conn.env), "") },
+	}
+	for name, open := range sessions {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			for _, c := range cases {
+				if got := callError(t, s, c.tool, c.args); got != c.want {
+					t.Errorf("%s %v:\n got: %s\nwant: %s", c.tool, c.args, got, c.want)
+				}
+			}
+		})
+	}
+	claims, err := stack.Extensions.ExtensionsV1beta1().SandboxClaims(ns.Name).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 0 {
+		t.Errorf("bad input created %d claims", len(claims.Items))
+	}
+}

@@ -1,0 +1,317 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Each tool's input schema is the one owner of its arguments' rules: the model reads it in
+// tools/list, and every call is checked against it here before the handler runs. mcp-go's own
+// input validation stays off because its messages ("/max_output_chars: &{Got:127/1 Want:128/1}")
+// would answer first and give the model nothing to act on; these sentences take the bound, the
+// default and the rule's wording from the same schema.
+
+// argSchema is the part of a tool's input schema the messages are written from.
+type argSchema struct {
+	Tool       string
+	Required   []string        `json:"required"`
+	Properties map[string]prop `json:"properties"`
+	compiled   *jsonschema.Schema
+}
+
+func newArgSchema(t mcp.Tool) (*argSchema, error) {
+	raw := t.RawInputSchema
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(t.InputSchema); err != nil {
+			return nil, err
+		}
+	}
+	s := &argSchema{Tool: t.Name}
+	if err := json.Unmarshal(raw, s); err != nil {
+		return nil, fmt.Errorf("tool %s: input schema: %w", t.Name, err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: input schema: %w", t.Name, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	c.RegisterFormat(&jsonschema.Format{Name: formatNamespace, Validate: k8sRule(validation.IsDNS1123Label)})
+	c.RegisterFormat(&jsonschema.Format{Name: formatObjectName, Validate: k8sRule(validation.IsDNS1123Subdomain)})
+	url := "mem:///tools/" + t.Name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("tool %s: input schema: %w", t.Name, err)
+	}
+	if s.compiled, err = c.Compile(url); err != nil {
+		return nil, fmt.Errorf("tool %s: input schema: %w", t.Name, err)
+	}
+	return s, nil
+}
+
+// k8sRule adapts an apimachinery validation to a schema format.
+func k8sRule(valid func(string) []string) func(any) error {
+	return func(v any) error {
+		s, ok := v.(string)
+		if !ok {
+			return nil // the type keyword reports non-strings
+		}
+		if errs := valid(s); len(errs) > 0 {
+			return errors.New(strings.Join(errs, "; "))
+		}
+		return nil
+	}
+}
+
+// validated makes st check every call against its input schema before its handler runs.
+func validated(st server.ServerTool) server.ServerTool {
+	s, err := newArgSchema(st.Tool)
+	if err != nil {
+		panic(err) // static schemas: caught by every test
+	}
+	next := st.Handler
+	st.Handler = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := s.check(req.GetRawArguments()); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return next(ctx, req)
+	}
+	return st
+}
+
+// check validates raw arguments (a map or raw JSON; absent means {}).
+func (s *argSchema) check(raw any) error {
+	b, ok := raw.(json.RawMessage)
+	if !ok {
+		if raw == nil {
+			raw = map[string]any{}
+		}
+		var err error
+		if b, err = json.Marshal(raw); err != nil {
+			return badInput("arguments are not JSON: %v", err)
+		}
+	}
+	if len(bytes.TrimSpace(b)) == 0 || string(bytes.TrimSpace(b)) == "null" {
+		b = []byte("{}")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return badInput("arguments are not valid JSON: %v", err)
+	}
+	err = s.compiled.Validate(v)
+	if err == nil {
+		return nil
+	}
+	verr, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return badInput("invalid arguments: %v", err)
+	}
+	return badInput("%s", s.sentence(firstLeaf(verr)))
+}
+
+// firstLeaf picks the violation the model should fix first; one clear sentence beats a list.
+// An empty value also breaks the format or pattern rules, but "must not be empty" says it best.
+func firstLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
+	best, bestRank := e, len(leafOrder)+1
+	var walk func(*jsonschema.ValidationError)
+	walk = func(v *jsonschema.ValidationError) {
+		if len(v.Causes) == 0 {
+			if r := rank(v.ErrorKind); r < bestRank {
+				best, bestRank = v, r
+			}
+			return
+		}
+		for _, c := range v.Causes {
+			walk(c)
+		}
+	}
+	walk(e)
+	return best
+}
+
+var leafOrder = []string{"type", "required", "additionalProperties", "minLength", "maxLength", "maxItems", "enum", "minimum", "maximum"}
+
+func rank(k jsonschema.ErrorKind) int {
+	path := k.KeywordPath()
+	if len(path) > 0 {
+		if i := slices.Index(leafOrder, path[len(path)-1]); i >= 0 {
+			return i
+		}
+	}
+	return len(leafOrder)
+}
+
+// sentence says what is wrong with which argument, and what to pass instead.
+func (s *argSchema) sentence(e *jsonschema.ValidationError) string {
+	if len(e.InstanceLocation) == 0 {
+		return s.objectSentence(e)
+	}
+	name := strings.Join(e.InstanceLocation, ".")
+	p := s.Properties[e.InstanceLocation[0]]
+	if len(e.InstanceLocation) > 1 {
+		p = nested(p)
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Type:
+		return fmt.Sprintf("%s must be %s, got %s. %s", name, typeNames(k.Want), article(k.Got), desc(p))
+	case *kind.Minimum:
+		return rangeSentence(name, p, k.Got)
+	case *kind.Maximum:
+		return rangeSentence(name, p, k.Got)
+	case *kind.MinLength:
+		if k.Want == 1 {
+			return fmt.Sprintf("%s must not be empty. %s", name, desc(p))
+		}
+		return fmt.Sprintf("%s must be at least %d characters long, got %d.", name, k.Want, k.Got)
+	case *kind.MaxLength:
+		return fmt.Sprintf("%s is %d characters long; at most %d are allowed. %s", name, k.Got, k.Want, desc(p))
+	case *kind.MaxItems:
+		return fmt.Sprintf("%s has %d items; at most %d are allowed.", name, k.Got, k.Want)
+	case *kind.Enum:
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = fmt.Sprint(w)
+		}
+		return fmt.Sprintf("%s must be one of %s; got %s.", name, strings.Join(want, ", "), display(k.Got))
+	case *kind.Format:
+		if k.Got == "" { // the validator reports the format before minLength
+			return fmt.Sprintf("%s must not be empty. %s", name, desc(p))
+		}
+		// The description states the rule in words; apimachinery's own text adds only its regex.
+		return fmt.Sprintf("%s %s is not valid. %s", name, display(k.Got), desc(p))
+	case *kind.Pattern:
+		return fmt.Sprintf("%s %s is not valid. %s", name, display(k.Got), desc(p))
+	}
+	return fmt.Sprintf("%s is invalid: %v. %s", name, e.ErrorKind, desc(p))
+}
+
+func (s *argSchema) objectSentence(e *jsonschema.ValidationError) string {
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		name := k.Missing[0]
+		return fmt.Sprintf("%s is required. %s", name, desc(s.Properties[name]))
+	case *kind.AdditionalProperties:
+		return fmt.Sprintf("unknown argument %q: %s takes %s.", k.Properties[0], s.Tool, strings.Join(s.names(), ", "))
+	case *kind.Type:
+		return fmt.Sprintf("arguments must be a JSON object, got %s.", article(k.Got))
+	}
+	return fmt.Sprintf("invalid arguments: %v", e.ErrorKind)
+}
+
+// names lists the arguments, required ones first.
+func (s *argSchema) names() []string {
+	var opt []string
+	for n := range s.Properties {
+		if !slices.Contains(s.Required, n) {
+			opt = append(opt, n)
+		}
+	}
+	slices.Sort(opt)
+	return append(slices.Clone(s.Required), opt...)
+}
+
+// rangeSentence names the bounds and the default, all read from the schema.
+func rangeSentence(name string, p prop, got *big.Rat) string {
+	u := unit(name)
+	min, hasMin := number(p["minimum"])
+	max, hasMax := number(p["maximum"])
+	var b strings.Builder
+	switch {
+	case hasMin && hasMax:
+		fmt.Fprintf(&b, "%s must be between %s and %s%s, got %s.", name, min, max, u, ratString(got))
+	case hasMin:
+		fmt.Fprintf(&b, "%s must be at least %s%s, got %s.", name, min, u, ratString(got))
+	default:
+		fmt.Fprintf(&b, "%s must be at most %s%s, got %s.", name, max, u, ratString(got))
+	}
+	if def, ok := p["default"]; ok {
+		fmt.Fprintf(&b, " Pass a value in that range, or leave %s out for the default (%v).", name, def)
+	}
+	return b.String()
+}
+
+// unit follows the spec's naming: *timeout and *_seconds arguments are seconds.
+func unit(name string) string {
+	if strings.HasSuffix(name, "timeout") || strings.HasSuffix(name, "_seconds") {
+		return " seconds"
+	}
+	return ""
+}
+
+func number(v any) (string, bool) {
+	switch n := v.(type) {
+	case float64:
+		return fmt.Sprint(int64(n)), true
+	case int:
+		return fmt.Sprint(n), true
+	case int64:
+		return fmt.Sprint(n), true
+	}
+	return "", false
+}
+
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	return r.FloatString(3)
+}
+
+func nested(p prop) prop {
+	if items, ok := p["items"].(map[string]any); ok {
+		return items
+	}
+	if ap, ok := p["additionalProperties"].(map[string]any); ok {
+		return ap
+	}
+	return prop{}
+}
+
+func desc(p prop) string {
+	d, _ := p["description"].(string)
+	return d
+}
+
+func typeNames(want []string) string {
+	out := make([]string, len(want))
+	for i, w := range want {
+		out[i] = article(w)
+	}
+	return strings.Join(out, " or ")
+}
+
+func article(t string) string {
+	switch t {
+	case "integer", "object", "array":
+		return "an " + t
+	case "null":
+		return "null"
+	}
+	return "a " + t
+}
+
+// display quotes a value for a message; control characters come out escaped.
+func display(v any) string {
+	if s, ok := v.(string); ok {
+		if len(s) > 80 {
+			s = s[:80] + "..."
+		}
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(v)
+}
