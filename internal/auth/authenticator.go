@@ -25,7 +25,7 @@ var (
 type Options struct {
 	ListenAddr string // for the default resource URL
 	Log        zerolog.Logger
-	Client     *http.Client     // fetches discovery and JWKS; nil: a client with a 10 s timeout
+	Client     *http.Client     // fetches discovery and JWKS for go-oidc; nil: a client with a 10 s timeout
 	Now        func() time.Time // nil: time.Now
 }
 
@@ -69,13 +69,7 @@ func New(c Config, o Options) (*Authenticator, error) {
 	}
 	if c.OIDC.Issuer != "" {
 		a.metadata.AuthorizationServers = []string{c.OIDC.Issuer}
-		a.oidc = &oidcVerifier{
-			issuer: c.OIDC.Issuer, audience: c.OIDC.Audience, claim: c.OIDC.PrincipalClaim, now: o.Now,
-			keys: &keySet{
-				client: o.Client, issuer: c.OIDC.Issuer, jwksURL: c.OIDC.JWKSURL,
-				minRefresh: 15 * time.Second, maxAge: time.Hour, now: o.Now,
-			},
-		}
+		a.oidc = newOIDCVerifier(c.OIDC, o.Client, o.Now)
 	}
 	return a, nil
 }
@@ -90,13 +84,7 @@ func (a *Authenticator) Check(ctx context.Context) error {
 	if a.oidc == nil {
 		return nil
 	}
-	ks := a.oidc.keys
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	if !ks.refresh(ctx) && len(ks.keys) == 0 {
-		return ks.lastErr
-	}
-	return nil
+	return a.oidc.keys.Check(ctx)
 }
 
 // Authenticate maps a bearer token to its principal. Errors wrap ErrInvalidToken or
@@ -106,14 +94,14 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Princip
 		return p, nil
 	}
 	if a.oidc == nil || strings.Count(token, ".") != 2 {
-		return "", fmt.Errorf("%w: not a known static token", ErrInvalidToken)
+		return Principal{}, fmt.Errorf("%w: not a known static token", ErrInvalidToken)
 	}
 	p, err := a.oidc.verify(ctx, token)
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			return "", err
+			return Principal{}, err
 		}
-		return "", fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		return Principal{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
 	return p, nil
 }

@@ -30,11 +30,11 @@ func Variables() []string {
 
 // Token is one static bearer token. It prints without its secret.
 type Token struct {
-	Principal Principal
+	Principal string // the name; the token authenticates as Static(Principal)
 	Secret    string
 }
 
-func (t Token) String() string   { return string(t.Principal) + ":<redacted>" }
+func (t Token) String() string   { return t.Principal + ":<redacted>" }
 func (t Token) GoString() string { return "auth.Token{" + t.String() + "}" }
 
 // OIDCConfig enables JWT access tokens from one issuer. The zero value means off.
@@ -75,7 +75,7 @@ func (c Config) Resource(listenAddr string) string {
 func LoadConfig(vars map[string]string) (Config, error) {
 	get := func(name string) string { return strings.TrimSpace(vars[name]) }
 	var c Config
-	seen := map[string]Principal{}
+	seen := map[string]string{}
 	add := func(where string, p, secret string) error {
 		t, err := newToken(p, secret)
 		if err != nil {
@@ -188,7 +188,7 @@ func newToken(principal, secret string) (Token, error) {
 			return Token{}, fmt.Errorf("the token of principal %q contains a space, control or non-ASCII character", p)
 		}
 	}
-	return Token{Principal: Principal(p), Secret: s}, nil
+	return Token{Principal: p, Secret: s}, nil
 }
 
 func checkPrincipal(p string) error {
@@ -210,7 +210,8 @@ func checkPrincipal(p string) error {
 // be swapped by anyone on the path, which would let them mint tokens.
 func checkFetchURL(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.Fragment != "" || u.RawQuery != "" {
+	// No "#" at all (not even an empty fragment): Principal.String relies on it.
+	if err != nil || u.Host == "" || strings.Contains(raw, "#") || u.RawQuery != "" {
 		return fmt.Errorf("must be an absolute https URL without query or fragment, got %q", raw)
 	}
 	switch {

@@ -76,6 +76,7 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("claim %q", c.OIDC.PrincipalClaim)
 			}
 		}},
+		{name: "issuer with an empty fragment", vars: map[string]string{VarOIDCIssuer: "https://idp.example.com#", VarOIDCAudience: "a"}, wantErr: VarOIDCIssuer + " must be an absolute https URL without query or fragment"},
 		{name: "plain http jwks", vars: map[string]string{VarOIDCIssuer: "https://idp", VarOIDCAudience: "a", VarOIDCJWKSURL: "http://idp/keys"}, wantErr: VarOIDCJWKSURL + " must be an https URL"},
 		{name: "resource url", vars: map[string]string{VarResourceURL: "https://mcp.example.com/mcp"}, want: func(t *testing.T, c Config) {
 			if c.Resource("0.0.0.0:8000") != "https://mcp.example.com/mcp" || c.Enabled() {

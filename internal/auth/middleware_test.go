@@ -15,7 +15,7 @@ func TestMiddleware(t *testing.T) {
 	}
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
-		_, _ = w.Write([]byte(string(p) + "|" + r.Header.Get("Authorization")))
+		_, _ = w.Write([]byte(p.String() + "|" + r.Header.Get("Authorization")))
 	})
 	const meta = `resource_metadata="http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"`
 	tests := []struct {
@@ -30,8 +30,8 @@ func TestMiddleware(t *testing.T) {
 		{"empty bearer", []string{"Bearer "}, 401, `Bearer error="invalid_token", ` + meta, `{"error":"missing or malformed bearer token"}`},
 		{"two headers", []string{"Bearer " + tokA, "Bearer " + tokA}, 401, `Bearer error="invalid_token", ` + meta, `{"error":"missing or malformed bearer token"}`},
 		{"wrong token", []string{"Bearer wrong-token-0123456789"}, 401, `Bearer error="invalid_token", ` + meta, `{"error":"invalid token"}`},
-		{"good token", []string{"Bearer " + tokA}, 200, "", "alice|"},
-		{"scheme case-insensitive", []string{"bearer " + tokA}, 200, "", "alice|"},
+		{"good token", []string{"Bearer " + tokA}, 200, "", "static:alice|"},
+		{"scheme case-insensitive", []string{"bearer " + tokA}, 200, "", "static:alice|"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,7 +17,7 @@ func newStaticTokens(tokens []Token) staticTokens {
 	var s staticTokens
 	for _, t := range tokens {
 		s.digests = append(s.digests, sha256.Sum256([]byte(t.Secret)))
-		s.principals = append(s.principals, t.Principal)
+		s.principals = append(s.principals, Static(t.Principal))
 	}
 	return s
 }
@@ -31,7 +31,7 @@ func (s staticTokens) lookup(token string) (Principal, bool) {
 		found |= eq
 	}
 	if found == 0 {
-		return "", false
+		return Principal{}, false
 	}
 	return s.principals[idx], true
 }

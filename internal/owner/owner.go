@@ -56,9 +56,8 @@ func (o *Owners) HTTP(ctx context.Context) (string, error) {
 		o.mu.Unlock()
 		return id, nil
 	}
-	if p, ok := auth.PrincipalFrom(ctx); ok && p != "" {
-		// The prefix keeps a principal from ever colliding with a session id.
-		return LabelValue("p-" + string(p)), nil
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		return ForPrincipal(p), nil
 	}
 	return Anonymous, nil
 }
@@ -70,6 +69,15 @@ func (o *Owners) Forget(sessionID string) (string, bool) {
 	id, ok := o.sessions[sessionID]
 	delete(o.sessions, sessionID)
 	return id, ok
+}
+
+// ForPrincipal is the owner id of an authenticated principal: a hash of its source-qualified
+// form (auth.Principal.String), so that the static principal "alice" and an OIDC token whose
+// sub is "alice" never share an owner, and the id is a valid label value whatever the name
+// holds. The "p-" prefix keeps it apart from session ids and from LabelValue's "h-" hashes.
+func ForPrincipal(p auth.Principal) string {
+	sum := sha256.Sum256([]byte(p.String()))
+	return "p-" + hex.EncodeToString(sum[:])[:40]
 }
 
 // LabelValue returns id if it is a valid label value, else a stable hash of it that is.

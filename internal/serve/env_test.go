@@ -62,7 +62,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
 			sid = cs.SessionID()
 		}
-		return mcp.NewToolResultText(string(p) + "|" + sid), nil
+		return mcp.NewToolResultText(p.Name() + "|" + sid), nil
 	})
 	s.AddTool(mcp.NewTool("headers"), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("authorization=" + req.Header.Get("Authorization")), nil
@@ -72,7 +72,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	})
 	s.AddTool(mcp.NewTool("block"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		p, _ := auth.PrincipalFrom(ctx)
-		e.started <- string(p)
+		e.started <- p.Name()
 		select {
 		case <-e.release:
 			return mcp.NewToolResultText("released"), nil

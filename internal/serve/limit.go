@@ -47,7 +47,7 @@ func LimitConcurrency(n int, key func(ctx context.Context) string) server.ToolHa
 // the MCP session, else one shared bucket (2026-07-28 requests without authentication).
 func CallerKey(ctx context.Context) string {
 	if p, ok := auth.PrincipalFrom(ctx); ok {
-		return "principal:" + string(p)
+		return "principal:" + p.String()
 	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
 		return "session:" + cs.SessionID()

@@ -61,8 +61,11 @@ func TestConcurrencyLimitPerPrincipal(t *testing.T) {
 
 func TestLimitConcurrencyUnit(t *testing.T) {
 	ctx := context.Background()
-	if got := CallerKey(auth.WithPrincipal(ctx, "alice")); got != "principal:alice" {
+	if got := CallerKey(auth.WithPrincipal(ctx, auth.Static("alice"))); got != "principal:static:alice" {
 		t.Errorf("CallerKey with principal = %q", got)
+	}
+	if got := CallerKey(auth.WithPrincipal(ctx, auth.OIDC("https://idp.example.com", "alice"))); got != "principal:oidc:https://idp.example.com#alice" {
+		t.Errorf("CallerKey with an OIDC principal = %q", got)
 	}
 	if got := CallerKey(ctx); got != "anonymous" {
 		t.Errorf("CallerKey without anything = %q", got)

@@ -20,14 +20,14 @@ var errUnknownSession = errors.New("unknown session")
 // It replaces mcp-go's InsecureStatefulSessionIdManager as the session ID manager.
 type sessions struct {
 	mu    sync.Mutex
-	owner map[string]string // session ID -> principal ("" without authentication)
+	owner map[string]string // session ID -> source-qualified principal ("" without authentication)
 }
 
 func newSessions() *sessions { return &sessions{owner: map[string]string{}} }
 
 func principalOf(ctx context.Context) string {
 	p, _ := auth.PrincipalFrom(ctx)
-	return string(p)
+	return p.String()
 }
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver. mcp-go passes nil for

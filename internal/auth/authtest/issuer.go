@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,6 +37,7 @@ type Issuer struct {
 
 	srv       *httptest.Server
 	jwksHits  atomic.Int64
+	down      atomic.Bool
 	mu        sync.Mutex
 	published []map[string]string
 }
@@ -60,6 +62,10 @@ func NewIssuer(t testing.TB, aud string) *Issuer {
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, _ *http.Request) {
 		is.jwksHits.Add(1)
+		if is.down.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
 		is.mu.Lock()
 		defer is.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(map[string]any{"keys": is.published})
@@ -94,6 +100,16 @@ func (is *Issuer) Publish(t testing.TB, kid string, pub crypto.PublicKey) {
 	is.published = append(is.published, j)
 	is.mu.Unlock()
 }
+
+// Withdraw removes a key from the JWKS.
+func (is *Issuer) Withdraw(kid string) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.published = slices.DeleteFunc(is.published, func(j map[string]string) bool { return j["kid"] == kid })
+}
+
+// SetDown makes the JWKS answer 503 (true) or serve the keys again (false).
+func (is *Issuer) SetDown(down bool) { is.down.Store(down) }
 
 // JWKSRequests counts JWKS fetches.
 func (is *Issuer) JWKSRequests() int { return int(is.jwksHits.Load()) }
