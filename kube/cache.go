@@ -1,8 +1,11 @@
 package kube
 
 import (
+	"container/list"
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,39 +23,94 @@ import (
 // claimUIDLabel is what the controller puts on a Sandbox it bound to a claim.
 const claimUIDLabel = "agents.x-k8s.io/claim-uid"
 
-// watchCache keeps, per namespace the server uses, a watch of the claims it labelled and of
-// the Sandboxes bound to claims, so that every exec and file call reads the claim (for the
-// owner check) and its Sandbox (for the address) from memory instead of two API GETs.
-// It only ever answers "yes, here it is": a miss, an unsynced or a forbidden watch sends the
-// caller to the API, which stays the authority for "not found".
+// Bounds of the watch cache. Each watched namespace costs two API server watches and the
+// memory of its claims and Sandboxes, so callers must not be able to grow it at will.
+const (
+	// DefaultMaxWatchedNamespaces caps the namespaces watched at once; beyond it the least
+	// recently used one is stopped.
+	DefaultMaxWatchedNamespaces = 64
+	// DefaultWatchIdleTimeout stops the watches of a namespace no call has used for this long.
+	DefaultWatchIdleTimeout = 15 * time.Minute
+)
+
+// Option tunes a Client built by New.
+type Option func(*options)
+
+type options struct {
+	maxWatched int
+	idle       time.Duration
+}
+
+func defaultOptions() options {
+	return options{maxWatched: DefaultMaxWatchedNamespaces, idle: DefaultWatchIdleTimeout}
+}
+
+// WithMaxWatchedNamespaces sets how many namespaces the watch cache may watch at once
+// (default DefaultMaxWatchedNamespaces); 0 turns the cache off and every read goes to the API.
+func WithMaxWatchedNamespaces(n int) Option { return func(o *options) { o.maxWatched = n } }
+
+// WithWatchIdleTimeout sets how long a namespace's watches outlive its last use
+// (default DefaultWatchIdleTimeout).
+func WithWatchIdleTimeout(d time.Duration) Option { return func(o *options) { o.idle = d } }
+
+func (o options) validate() error {
+	if o.maxWatched < 0 {
+		return fmt.Errorf("%w: at most %d watched namespaces: must be 0 (no watch cache) or more", ErrInvalid, o.maxWatched)
+	}
+	if o.idle <= 0 {
+		return fmt.Errorf("%w: watch idle timeout %s: must be positive", ErrInvalid, o.idle)
+	}
+	return nil
+}
+
+// watchCache keeps, per namespace where this server has claims, a watch of the claims it
+// labelled and of the Sandboxes bound to claims, so that every exec and file call reads the
+// claim (for the owner check) and its Sandbox (for the address) from memory instead of two
+// API GETs. It only ever answers "yes, here it is": a miss, an unwatched namespace, an
+// unsynced or a forbidden watch sends the caller to the API, which stays the authority for
+// "not found".
+//
+// A lookup never starts a watch: only observe does, which the Client calls after it created a
+// claim or an API read found one the caller owns. So namespace names made up by callers cost
+// one API GET each and nothing that stays. At most max namespaces are watched; the least
+// recently used is stopped to make room, and any unused for idle is stopped on the next use
+// of the cache.
 type watchCache struct {
 	ext      extclientset.Interface
 	core     sandboxclientset.Interface
 	ownerKey string
+	max      int
+	idle     time.Duration
+	now      func() time.Time // replaceable in tests
 
 	mu     sync.Mutex
-	ns     map[string]*nsWatch
-	ctx    context.Context
-	cancel context.CancelFunc
+	ns     map[string]*list.Element // values are *nsWatch
+	lru    *list.List               // front: most recently used
+	closed bool
 }
 
 type nsWatch struct {
+	namespace string
+	used      time.Time
 	claims    extlisters.SandboxClaimNamespaceLister
 	sandboxes sandboxlisters.SandboxNamespaceLister
 	synced    []cache.InformerSynced
 	failed    chan struct{} // closed when a watch is refused (RBAC): the namespace stays uncached
 	once      sync.Once
+	cancel    context.CancelFunc
+	factories []interface{ Shutdown() }
+	stopped   chan struct{} // closed once the informers' goroutines have returned
 }
 
-func newWatchCache(ext extclientset.Interface, core sandboxclientset.Interface, ownerKey string) *watchCache {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &watchCache{ext: ext, core: core, ownerKey: ownerKey, ns: map[string]*nsWatch{}, ctx: ctx, cancel: cancel}
+func newWatchCache(ext extclientset.Interface, core sandboxclientset.Interface, ownerKey string, o options) *watchCache {
+	return &watchCache{ext: ext, core: core, ownerKey: ownerKey, max: o.maxWatched, idle: o.idle, now: time.Now,
+		ns: map[string]*list.Element{}, lru: list.New()}
 }
 
-// lookup returns the claim and its Sandbox when both are in a synced cache. It starts the
-// namespace's watches on first use and never waits for them.
+// lookup returns the claim and its Sandbox when both are in a synced cache. It never starts
+// or waits for a watch.
 func (w *watchCache) lookup(namespace, name string) (*extv1beta1.SandboxClaim, *sandboxv1beta1.Sandbox, bool) {
-	nw := w.watch(namespace)
+	nw := w.use(namespace, false)
 	if nw == nil || !nw.ready() {
 		return nil, nil, false
 	}
@@ -66,6 +124,12 @@ func (w *watchCache) lookup(namespace, name string) (*extv1beta1.SandboxClaim, *
 		return nil, nil, false
 	}
 	return claim, sb, true
+}
+
+// observe marks namespace as one where this server has a claim, starting its watches if
+// they are not running.
+func (w *watchCache) observe(namespace string) {
+	w.use(namespace, true)
 }
 
 func (nw *nsWatch) ready() bool {
@@ -82,17 +146,58 @@ func (nw *nsWatch) ready() bool {
 	return true
 }
 
-func (w *watchCache) watch(namespace string) *nsWatch {
+// use returns the namespace's watch, marked as just used, after stopping idle ones. When
+// start is set and the namespace is not watched, it starts watching it, stopping the least
+// recently used namespaces beyond the cap.
+func (w *watchCache) use(namespace string, start bool) *nsWatch {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ctx.Err() != nil {
+	if w.closed {
 		return nil
 	}
-	if nw, ok := w.ns[namespace]; ok {
+	now := w.now()
+	w.expireLocked(now)
+	if el, ok := w.ns[namespace]; ok {
+		nw := el.Value.(*nsWatch)
+		nw.used = now
+		w.lru.MoveToFront(el)
 		return nw
 	}
-	ctx, cancel := context.WithCancel(w.ctx)
-	nw := &nsWatch{failed: make(chan struct{})}
+	if !start {
+		return nil
+	}
+	for w.lru.Len() > 0 && w.lru.Len() >= w.max {
+		w.stopLocked(w.lru.Back())
+	}
+	nw := w.start(namespace)
+	nw.used = now
+	w.ns[namespace] = w.lru.PushFront(nw)
+	return nw
+}
+
+// expireLocked stops the namespaces unused since now-idle; they sit at the back of the list.
+func (w *watchCache) expireLocked(now time.Time) {
+	for el := w.lru.Back(); el != nil && now.Sub(el.Value.(*nsWatch).used) >= w.idle; el = w.lru.Back() {
+		w.stopLocked(el)
+	}
+}
+
+func (w *watchCache) stopLocked(el *list.Element) {
+	nw := w.lru.Remove(el).(*nsWatch)
+	delete(w.ns, nw.namespace)
+	nw.cancel()
+	// Shutdown waits for the informers' goroutines, which the cancel is ending; not under the lock.
+	go func() {
+		for _, f := range nw.factories {
+			f.Shutdown()
+		}
+		close(nw.stopped)
+	}()
+}
+
+func (w *watchCache) start(namespace string) *nsWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	nw := &nsWatch{namespace: namespace, failed: make(chan struct{}), cancel: cancel, stopped: make(chan struct{})}
 	ef := extinformers.NewSharedInformerFactoryWithOptions(w.ext, 0, extinformers.WithNamespace(namespace),
 		extinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = w.ownerKey }))
 	sf := sandboxinformers.NewSharedInformerFactoryWithOptions(w.core, 0, sandboxinformers.WithNamespace(namespace),
@@ -113,11 +218,35 @@ func (w *watchCache) watch(namespace string) *nsWatch {
 	}
 	ef.Start(ctx.Done())
 	sf.Start(ctx.Done())
-	w.ns[namespace] = nw
+	nw.factories = []interface{ Shutdown() }{ef, sf}
 	return nw
+}
+
+// watched returns the namespaces being watched, most recently used first.
+func (w *watchCache) watched() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, w.lru.Len())
+	for el := w.lru.Front(); el != nil; el = el.Next() {
+		out = append(out, el.Value.(*nsWatch).namespace)
+	}
+	return out
 }
 
 // close stops every watch.
 func (w *watchCache) close() {
-	w.cancel()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	for w.lru.Len() > 0 {
+		w.stopLocked(w.lru.Back())
+	}
+}
+
+// watchNamespace tells the cache this server has a claim in namespace: the claim was just
+// created, or a live API read found it with the caller's owner label.
+func (c *Client) watchNamespace(namespace string) {
+	if c.cache != nil {
+		c.cache.observe(namespace)
+	}
 }

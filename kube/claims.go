@@ -39,6 +39,7 @@ func (c *Client) Get(ctx context.Context, namespace, name, owner string) (Claim,
 	if err != nil {
 		return Claim{}, err
 	}
+	c.watchNamespace(namespace) // a claim of ours is here: the next calls can read the cache
 	claim := claimFromObject(obj)
 	claim.Ready = false // only the Sandbox's own condition counts here
 	if claim.SandboxName == "" {
@@ -90,6 +91,9 @@ func (c *Client) list(ctx context.Context, namespace, owner string) ([]Claim, er
 			out = append(out, claimFromObject(&list.Items[i]))
 		}
 	}
+	if len(out) > 0 && namespace != metav1.NamespaceAll {
+		c.watchNamespace(namespace)
+	}
 	slices.SortFunc(out, func(a, b Claim) int {
 		if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
 			return n
@@ -132,6 +136,7 @@ func (c *Client) Status(ctx context.Context, namespace, name, owner string) (Sta
 	if err != nil {
 		return Status{}, err
 	}
+	c.watchNamespace(namespace)
 	sbName := obj.Status.SandboxStatus.Name
 	if sbName == "" {
 		return Status{Status: StatusNotFound, Message: sandboxMissingMessage}, nil

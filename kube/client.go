@@ -47,13 +47,20 @@ type Client struct {
 }
 
 // New builds the clientsets from cfg. Unset QPS/Burst are raised above client-go's 5/10 because
-// each tool call costs a few requests and watches.
-func New(cfg *rest.Config, ownerLabelKey string) (*Client, error) {
+// each tool call costs a few requests and watches. opts bound the watch cache.
+func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: nil rest config", ErrInvalid)
 	}
 	if !ValidLabelKey(ownerLabelKey) {
 		return nil, fmt.Errorf("%w: owner label key %q is not a valid label key", ErrInvalid, ownerLabelKey)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
@@ -75,7 +82,9 @@ func New(cfg *rest.Config, ownerLabelKey string) (*Client, error) {
 		return nil, fmt.Errorf("building dynamic client: %w", err)
 	}
 	c := NewFromClients(ext, core, dyn, ownerLabelKey)
-	c.cache = newWatchCache(ext, core, ownerLabelKey)
+	if o.maxWatched > 0 {
+		c.cache = newWatchCache(ext, core, ownerLabelKey, o)
+	}
 	return c, nil
 }
 

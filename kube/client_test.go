@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -37,5 +38,43 @@ func TestNewRejectsBadInput(t *testing.T) {
 	}
 	if _, err := New(nil, testKey); !errors.Is(err, ErrInvalid) {
 		t.Errorf("nil config: err = %v, want ErrInvalid", err)
+	}
+}
+
+func TestNewWatchCacheOptions(t *testing.T) {
+	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
+	tests := []struct {
+		name     string
+		opts     []Option
+		wantErr  bool
+		wantMax  int // 0: no cache
+		wantIdle time.Duration
+	}{
+		{"defaults", nil, false, DefaultMaxWatchedNamespaces, DefaultWatchIdleTimeout},
+		{"custom", []Option{WithMaxWatchedNamespaces(5), WithWatchIdleTimeout(time.Minute)}, false, 5, time.Minute},
+		{"cache off", []Option{WithMaxWatchedNamespaces(0)}, false, 0, 0},
+		{"negative cap", []Option{WithMaxWatchedNamespaces(-1)}, true, 0, 0},
+		{"zero idle", []Option{WithWatchIdleTimeout(0)}, true, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(cfg, testKey, tt.opts...)
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want ErrInvalid", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			switch {
+			case tt.wantMax == 0 && c.cache != nil:
+				t.Errorf("cache built with a cap of 0")
+			case tt.wantMax > 0 && (c.cache == nil || c.cache.max != tt.wantMax || c.cache.idle != tt.wantIdle):
+				t.Errorf("cache %+v, want max %d idle %s", c.cache, tt.wantMax, tt.wantIdle)
+			}
+		})
 	}
 }

@@ -33,6 +33,7 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (Claim, error) {
 		return Claim{}, err
 	}
 	progress("claim created")
+	c.watchNamespace(req.Namespace) // syncs while the claim gets ready
 
 	claim, err := c.awaitReady(ctx, req, created, progress)
 	if err != nil {
