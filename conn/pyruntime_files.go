@@ -65,9 +65,28 @@ func (p *pyConn) Upload(ctx context.Context, t Target, dest string, data []byte)
 	return nil
 }
 
-// mkdirAll creates dir (relative to the runtime's base directory) through /execute.
+// mkdirScript creates the directory $1 one segment at a time under the working directory,
+// refusing any existing segment that resolves outside it (a symlink such as `root -> /`).
+// `mkdir -p` would follow such a link and create directories anywhere the sandbox user may.
+const mkdirScript = `set -f
+base=$(pwd -P) || exit 1
+cur=.
+IFS=/
+for seg in $1; do
+  cur=$cur/$seg
+  if [ -e "$cur" ] || [ -L "$cur" ]; then
+    real=$(realpath -e -- "$cur" 2>/dev/null) || { echo "dangling link" >&2; exit 3; }
+    case $real in "$base"|"$base"/*) ;; *) echo "outside the working directory" >&2; exit 3 ;; esac
+    [ -d "$cur" ] || { echo "not a directory" >&2; exit 4; }
+  else
+    mkdir -- "$cur" || exit 1
+  fi
+done`
+
+// mkdirAll creates dir (relative to the runtime's base directory) through /execute, only
+// inside that directory.
 func (p *pyConn) mkdirAll(ctx context.Context, t Target, dir string) error {
-	resp, _, err := p.post(ctx, t, shJoin([]string{"mkdir", "-p", "--", dir}), 0)
+	resp, _, err := p.post(ctx, t, shJoin([]string{"/bin/sh", "-c", mkdirScript, "sh", dir}), 0)
 	if err != nil {
 		return fmt.Errorf("creating parent directory %q: %w", dir, err)
 	}
@@ -77,8 +96,13 @@ func (p *pyConn) mkdirAll(ctx context.Context, t Target, dir string) error {
 	if err != nil {
 		return fmt.Errorf("creating parent directory %q: %w", dir, err)
 	}
-	if code == nil || *code != 0 {
-		return fmt.Errorf("creating parent directory %q failed: %s", dir, strings.TrimSpace(stderr.String()))
+	switch {
+	case code != nil && *code == 3:
+		return fmt.Errorf("parent directory %q: %w (it leads %s)", dir, ErrDenied, strings.TrimSpace(stderr.String()))
+	case code != nil && *code == 4:
+		return fmt.Errorf("parent directory %q: a part of it is a file, not a directory", dir)
+	case code == nil || *code != 0:
+		return fmt.Errorf("creating parent directory %q failed: %s", dir, scrubPaths(strings.TrimSpace(stderr.String())))
 	}
 	return nil
 }
