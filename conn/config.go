@@ -16,31 +16,40 @@ const (
 	ModePodIP   = "in-cluster-pod-ip"
 )
 
-// Config selects and parameterises a strategy. Field defaults are the spec's and are filled
-// in by the configuration loader, not here.
+// Defaults of Config's zero values. internal/config applies the same constants, so a setting
+// left unset and a Config built in code agree.
+const (
+	DefaultClusterDomain = "cluster.local"
+	// DefaultMaxDownloadBytes bounds a Download held in memory (32 MiB).
+	DefaultMaxDownloadBytes = 32 << 20
+)
+
+// Config selects and parameterises a strategy. internal/config owns every rule about these
+// values (which forms are accepted, ranges, what is required for which type) and hands New
+// only values that passed them; New does not check them again.
 type Config struct {
-	Type string
+	Type string // one of the Type* constants
 
 	GatewayName         string
 	GatewayNamespace    string
 	GatewayReadyTimeout time.Duration
-	APIURL              string
+	APIURL              string // absolute http(s) URL, optionally with a path prefix
 	ServerPort          int
 	UsePodIP            bool
 
-	Mode     string
+	Mode     string // ModeService or ModePodIP
 	RESTPort int
 	GRPCPort int
 
 	// ClusterDomain builds <sandbox>.<ns>.svc.<ClusterDomain> for in-cluster DNS mode
-	// (empty: cluster.local).
+	// (empty: DefaultClusterDomain).
 	ClusterDomain string
-	// DNSServer, when set (IP or IP:port, port 53 by default), resolves sandbox host names
-	// with that server instead of the system resolver, for HTTP and gRPC alike (the local
-	// stack has no cluster DNS).
+	// DNSServer, when set, is host:port of a DNS server that resolves sandbox host names
+	// instead of the system resolver, for HTTP and gRPC alike (the local stack has no
+	// cluster DNS). The port is always present: the loader adds 53 to a bare IP.
 	DNSServer string
-	// MaxDownloadBytes bounds Download responses held in memory (0: 32 MiB). Download
-	// applies the smaller of this and its own maxBytes argument.
+	// MaxDownloadBytes bounds Download responses held in memory (0: DefaultMaxDownloadBytes).
+	// Download applies the smaller of this and its own maxBytes argument.
 	MaxDownloadBytes int64
 }
 

@@ -1,14 +1,40 @@
 package conn_test
 
 import (
+	"context"
 	"net"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 )
+
+// TestDNSServerByName: K8S_SANDBOX_DNS_SERVER may name its host; the system resolver finds
+// that host, and the sandbox name still goes to the configured server.
+func TestDNSServerByName(t *testing.T) {
+	if addrs, err := net.DefaultResolver.LookupHost(context.Background(), "localhost"); err != nil || len(addrs) != 1 || addrs[0] != "127.0.0.1" {
+		t.Skipf("localhost resolves to %v (%v) here; the fake DNS server listens on 127.0.0.1 only", addrs, err)
+	}
+	srv := httptest.NewServer(newFakeRuntime(t).handler())
+	t.Cleanup(srv.Close)
+	const name = "pool-x7k2p.team-a.svc.cluster.test."
+	dns := startFakeDNS(t, map[string]string{name: "127.0.0.1"})
+	_, port, _ := net.SplitHostPort(dns.addr)
+	c := mustNew(t, conn.Config{Type: conn.TypeInCluster, ServerPort: srv.Listener.Addr().(*net.TCPAddr).Port,
+		ClusterDomain: "cluster.test", DNSServer: net.JoinHostPort("localhost", port)}, nil)
+	tg := conn.Target{Namespace: "team-a", SandboxName: "pool-x7k2p"}
+	if _, err := c.Exists(t.Context(), tg, "x.txt"); err != nil {
+		t.Fatalf("Exists through a DNS server named localhost:%s: %v", port, err)
+	}
+	if dns.asked(name) == 0 {
+		t.Fatal("the configured DNS server was not asked for the sandbox name")
+	}
+}
 
 // fakeDNS answers A queries for the names it knows (NXDOMAIN otherwise) over UDP, and
 // counts what it was asked, so a test can tell that resolution went through it.

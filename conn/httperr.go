@@ -18,8 +18,6 @@ const (
 	maxErrorBody   = 64 << 10
 	maxSmallJSON   = 1 << 20
 	maxListingBody = 256 << 20
-	// defaultMaxDownload applies when neither the call nor Config sets a bound.
-	defaultMaxDownload = 32 << 20
 )
 
 var errBodyTooLarge = errors.New("response body exceeds its size limit")
@@ -139,7 +137,7 @@ func decodeJSON(op string, r io.Reader, max int64, v any) error {
 func downloadLimit(call, configured int64) int64 {
 	limit := configured
 	if limit <= 0 {
-		limit = defaultMaxDownload
+		limit = DefaultMaxDownloadBytes
 	}
 	if call > 0 && call < limit {
 		limit = call

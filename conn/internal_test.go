@@ -102,7 +102,7 @@ func TestJoinURL(t *testing.T) {
 
 func TestDownloadLimit(t *testing.T) {
 	for _, tc := range []struct{ call, configured, want int64 }{
-		{0, 0, defaultMaxDownload},
+		{0, 0, DefaultMaxDownloadBytes},
 		{100, 0, 100},
 		{0, 50, 50},
 		{100, 50, 50},

@@ -12,9 +12,10 @@ import (
 
 const dialTimeout = 10 * time.Second
 
-// newDialer returns the dialer every strategy uses for HTTP and gRPC. With dnsServer set,
-// host names are resolved by that server only: outside a cluster (the local test stack)
-// the system resolver knows nothing of *.svc.<cluster-domain> names.
+// newDialer returns the dialer every strategy uses for HTTP and gRPC. With dnsServer set
+// (host:port), host names are resolved by that server only: outside a cluster (the local
+// test stack) the system resolver knows nothing of *.svc.<cluster-domain> names. A host
+// name in dnsServer itself is resolved by the system resolver, never by itself.
 func newDialer(dnsServer string) *net.Dialer {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	if dnsServer != "" {
@@ -27,22 +28,6 @@ func newDialer(dnsServer string) *net.Dialer {
 		}
 	}
 	return d
-}
-
-// normalizeDNSServer accepts "ip" or "ip:port" (port 53 by default). An IP is required:
-// resolving the resolver's own name would need the very DNS it replaces.
-func normalizeDNSServer(s string) (string, error) {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		host, port = strings.Trim(s, "[]"), "53"
-	}
-	if _, err := netip.ParseAddr(host); err != nil {
-		return "", fmt.Errorf("%q is not an IP address or IP:port", s)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", fmt.Errorf("%q has an invalid port", s)
-	}
-	return net.JoinHostPort(host, port), nil
 }
 
 // selectPodIP picks the first IPv4 address (IPv4-mapped IPv6 counts as IPv4), else the

@@ -6,8 +6,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -102,50 +100,7 @@ func Parse(vars map[string]string) (Config, error) {
 	if c.StdioOwner != "" && len(validation.IsValidLabelValue(c.StdioOwner)) > 0 {
 		p.fail("STDIO_OWNER", "must be a valid Kubernetes label value (at most 63 letters, digits, '-', '_', '.'), got %q", c.StdioOwner)
 	}
-	cc := conn.Config{
-		Type:          p.str("CONNECTION__TYPE", ""),
-		ClusterDomain: p.str("CLUSTER_DOMAIN", "cluster.local"),
-		DNSServer:     p.str("DNS_SERVER", ""),
-	}
-	cc.MaxDownloadBytes = int64(p.integer("MAX_DOWNLOAD_BYTES", 32<<20, 1, 1<<30))
-	switch cc.Type {
-	case conn.TypeGateway:
-		cc.GatewayName = p.required("CONNECTION__GATEWAY_NAME")
-		cc.GatewayNamespace = p.str("CONNECTION__GATEWAY_NAMESPACE", "default")
-		cc.GatewayReadyTimeout = time.Duration(p.integer("CONNECTION__GATEWAY_READY_TIMEOUT", 180, 1, 3600)) * time.Second
-		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", 8888)
-	case conn.TypeDirect:
-		cc.APIURL = p.required("CONNECTION__API_URL")
-		if cc.APIURL != "" {
-			if u, err := url.Parse(cc.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				p.fail("CONNECTION__API_URL", "must be an http:// or https:// URL, got %q", cc.APIURL)
-			}
-		}
-		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", 8888)
-	case conn.TypeInCluster:
-		cc.UsePodIP = p.boolean("CONNECTION__USE_POD_IP", false)
-		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", 8888)
-	case conn.TypeSandboxdInCluster:
-		cc.Mode = p.required("CONNECTION__MODE")
-		if cc.Mode != "" && cc.Mode != conn.ModeService && cc.Mode != conn.ModePodIP {
-			p.fail("CONNECTION__MODE", "must be %q or %q, got %q", conn.ModeService, conn.ModePodIP, cc.Mode)
-		}
-		cc.RESTPort = p.port("CONNECTION__REST_PORT", 8080)
-		cc.GRPCPort = p.port("CONNECTION__GRPC_PORT", 9090)
-		if cc.RESTPort == cc.GRPCPort && cc.RESTPort != 0 {
-			p.fail("CONNECTION__GRPC_PORT", "must differ from %sCONNECTION__REST_PORT", Prefix)
-		}
-	case "":
-		p.fail("CONNECTION__TYPE", "is required: one of gateway, direct, in-cluster, sandboxd-in-cluster")
-	default:
-		p.fail("CONNECTION__TYPE", "must be one of gateway, direct, in-cluster, sandboxd-in-cluster, got %q", cc.Type)
-	}
-	if cc.DNSServer != "" {
-		if _, _, err := net.SplitHostPort(cc.DNSServer); err != nil {
-			p.fail("DNS_SERVER", "must be host:port, got %q", cc.DNSServer)
-		}
-	}
-	c.Connection = cc
+	c.Connection = p.connection()
 	if p.err != nil {
 		return Config{}, p.err
 	}

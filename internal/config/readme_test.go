@@ -1,0 +1,37 @@
+package config
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+)
+
+// TestREADMEDefaults keeps the configuration table's defaults on the constants that own them.
+func TestREADMEDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{} // variable -> default column
+	for _, line := range strings.Split(string(b), "\n") {
+		cols := strings.Split(line, "|")
+		if len(cols) > 4 && strings.HasPrefix(strings.TrimSpace(cols[1]), "`"+Prefix) {
+			rows[strings.Trim(strings.TrimSpace(cols[1]), "`")] = strings.TrimSpace(cols[3])
+		}
+	}
+	if len(rows) < 20 {
+		t.Fatalf("found %d configuration rows in the README: the table's layout changed", len(rows))
+	}
+	for name, want := range map[string]string{
+		Prefix + "MAX_DOWNLOAD_BYTES": "`" + strconv.Itoa(conn.DefaultMaxDownloadBytes) + "`",
+		Prefix + "CLUSTER_DOMAIN":     "`" + conn.DefaultClusterDomain + "`",
+		Prefix + "DNS_SERVER":         "(system resolver)",
+	} {
+		if got, ok := rows[name]; !ok || got != want {
+			t.Errorf("README row %s: default %q, want %q", name, got, want)
+		}
+	}
+}
