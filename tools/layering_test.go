@@ -2,25 +2,57 @@ package tools
 
 import (
 	"go/build"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestLayering keeps the architecture visible in the imports: kube, conn and output know
-// nothing of MCP or of each other, so any of them can be reused or replaced alone.
+// TestLayering keeps the architecture visible in the imports, test files included: kube, conn
+// and output know nothing of MCP or of each other, so any of them can be reused or replaced
+// alone; the internal packages each lean only on what their job needs; the end-to-end tests
+// drive the server only as a built binary against a cluster.
 func TestLayering(t *testing.T) {
 	const mod = "github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/"
-	forbidden := []string{"github.com/mark3labs/mcp-go", "github.com/modelcontextprotocol", mod}
-	for _, pkg := range []string{"kube", "conn", "conn/conntest", "output"} {
-		p, err := build.Default.Import(mod+pkg, "", 0)
+	const mcpgo, gosdk = "github.com/mark3labs/mcp-go", "github.com/modelcontextprotocol/go-sdk"
+	rules := []struct {
+		pkg  string
+		ours []string // the module's packages it may import
+		mcp  []string // MCP libraries it may import
+	}{
+		{"kube", nil, nil},
+		{"output", nil, nil},
+		{"conn", []string{"conn/conntest"}, nil},
+		{"conn/conntest", []string{"conn"}, nil},
+		{"tools", []string{"conn", "kube", "output"}, []string{mcpgo}},
+		{"internal/auth", []string{"internal/auth/authtest"}, []string{mcpgo}},
+		{"internal/auth/authtest", nil, nil},
+		{"internal/cleanup", []string{"kube"}, nil},
+		{"internal/config", []string{"conn"}, nil},
+		{"internal/logging", nil, nil},
+		{"internal/owner", []string{"internal/auth"}, []string{mcpgo}},
+		{"internal/serve", []string{"internal/auth", "internal/auth/authtest"}, []string{mcpgo}},
+		{"internal/localstack", nil, nil},
+		// A test OIDC issuer, and owner's label function to find the claims a principal owns.
+		{"internal/e2e", []string{"internal/localstack", "internal/auth/authtest", "internal/owner"}, []string{gosdk}},
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	ctx := build.Default
+	ctx.BuildTags = append(ctx.BuildTags, "e2e")
+	for _, r := range rules {
+		p, err := ctx.ImportDir(filepath.Join(root, r.pkg), 0)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", r.pkg, err)
 		}
-		for _, imp := range append(p.Imports, p.TestImports...) {
-			for _, f := range forbidden {
-				if strings.HasPrefix(imp, f) && !strings.HasPrefix(imp, mod+pkg) && !(pkg == "conn/conntest" && imp == mod+"conn") {
-					t.Errorf("%s imports %s", pkg, imp)
-				}
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			switch {
+			case imp == mod+r.pkg:
+			case strings.HasPrefix(imp, mod) && !slices.Contains(r.ours, strings.TrimPrefix(imp, mod)):
+				t.Errorf("%s imports %s", r.pkg, imp)
+			case (strings.HasPrefix(imp, mcpgo) || strings.HasPrefix(imp, gosdk)) && !slices.ContainsFunc(r.mcp, func(m string) bool { return strings.HasPrefix(imp, m) }):
+				t.Errorf("%s imports %s", r.pkg, imp)
 			}
 		}
 	}
