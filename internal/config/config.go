@@ -21,6 +21,9 @@ import (
 // Prefix starts every variable the server reads.
 const Prefix = "K8S_SANDBOX_"
 
+// defaultAllowNoShutdown refuses shutdown_after_seconds: null unless the operator says otherwise.
+const defaultAllowNoShutdown = false
+
 // Config is everything the server is configured with from the environment.
 type Config struct {
 	Connection      conn.Config
@@ -31,7 +34,7 @@ type Config struct {
 	AllowedNamespaces    []string      // K8S_SANDBOX_ALLOWED_NAMESPACES (comma list; empty: any)
 	MaxSandboxesPerOwner int           // K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER (0: no cap)
 	MaxShutdownAfter     time.Duration // K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS (0: no cap)
-	AllowNoShutdown      bool          // K8S_SANDBOX_ALLOW_NO_SHUTDOWN (default: true unless a max is set)
+	AllowNoShutdown      bool          // K8S_SANDBOX_ALLOW_NO_SHUTDOWN (default false: shutdown_after_seconds null is refused)
 	KeepOnSessionEnd     bool          // K8S_SANDBOX_KEEP_SANDBOXES_ON_SESSION_END
 	StdioOwner           string        // K8S_SANDBOX_STDIO_OWNER (default: random per process)
 	// Vars are every upper-cased variable seen, for packages that read their own settings.
@@ -94,7 +97,13 @@ func Parse(vars map[string]string) (Config, error) {
 	}
 	c.MaxSandboxesPerOwner = p.integer("MAX_SANDBOXES_PER_OWNER", 0, 0, 100000)
 	c.MaxShutdownAfter = time.Duration(p.integer("MAX_SHUTDOWN_AFTER_SECONDS", 0, 0, 10*365*24*3600)) * time.Second
-	c.AllowNoShutdown = p.boolean("ALLOW_NO_SHUTDOWN", c.MaxShutdownAfter == 0)
+	// A sandbox without a TTL lives until someone deletes it, so only the operator's explicit
+	// yes allows it; with a maximum set, that yes would be a contradiction.
+	c.AllowNoShutdown = p.boolean("ALLOW_NO_SHUTDOWN", defaultAllowNoShutdown)
+	if c.AllowNoShutdown && c.MaxShutdownAfter > 0 {
+		p.fail("ALLOW_NO_SHUTDOWN", "cannot be true with %sMAX_SHUTDOWN_AFTER_SECONDS=%d: a sandbox without a timeout has no maximum; unset one of them",
+			Prefix, int(c.MaxShutdownAfter/time.Second))
+	}
 	c.KeepOnSessionEnd = p.boolean("KEEP_SANDBOXES_ON_SESSION_END", false)
 	c.StdioOwner = p.str("STDIO_OWNER", "")
 	if c.StdioOwner != "" && len(validation.IsValidLabelValue(c.StdioOwner)) > 0 {

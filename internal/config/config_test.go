@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -13,7 +12,7 @@ func TestParse(t *testing.T) {
 	tests := []struct {
 		name    string
 		vars    map[string]string
-		wantErr string // substring naming the variable
+		wantErr string // the exact line
 		check   func(t *testing.T, c Config)
 	}{
 		{name: "general defaults", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},
@@ -22,7 +21,7 @@ func TestParse(t *testing.T) {
 					t.Errorf("general defaults: %+v", c)
 				}
 			}},
-		{name: "connection errors come through", vars: map[string]string{}, wantErr: "K8S_SANDBOX_CONNECTION__TYPE is required"},
+		{name: "connection errors come through", vars: map[string]string{}, wantErr: "K8S_SANDBOX_CONNECTION__TYPE is required: one of gateway, direct, in-cluster, sandboxd-in-cluster"},
 		{name: "tenancy limits", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_ALLOWED_NAMESPACES": "a, b,,",
 			"K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER": "3", "K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS": "600"},
 			check: func(t *testing.T, c Config) {
@@ -31,13 +30,31 @@ func TestParse(t *testing.T) {
 					t.Errorf("got %+v", c)
 				}
 			}},
-		{name: "no shutdown allowed by default", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},
+		{name: "no shutdown refused by default", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},
 			check: func(t *testing.T, c Config) {
-				if !c.AllowNoShutdown {
-					t.Error("the spec allows shutdown_after_seconds=null unless the operator sets a maximum")
+				if c.AllowNoShutdown {
+					t.Error("shutdown_after_seconds=null must need the operator's explicit K8S_SANDBOX_ALLOW_NO_SHUTDOWN=true")
 				}
 			}},
-		{name: "bad quota", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER": "-1"}, wantErr: "K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER must be an integer"},
+		{name: "no shutdown allowed explicitly", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_ALLOW_NO_SHUTDOWN": "true"},
+			check: func(t *testing.T, c Config) {
+				if !c.AllowNoShutdown {
+					t.Error("K8S_SANDBOX_ALLOW_NO_SHUTDOWN=true not read")
+				}
+			}},
+		{name: "no shutdown contradicts a maximum", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster",
+			"K8S_SANDBOX_ALLOW_NO_SHUTDOWN": "yes", "K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS": "600"},
+			wantErr: "K8S_SANDBOX_ALLOW_NO_SHUTDOWN cannot be true with K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS=600: a sandbox without a timeout has no maximum; unset one of them"},
+		{name: "no shutdown refused explicitly with a maximum", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster",
+			"K8S_SANDBOX_ALLOW_NO_SHUTDOWN": "false", "K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS": "600"},
+			check: func(t *testing.T, c Config) {
+				if c.AllowNoShutdown || c.MaxShutdownAfter != 600*time.Second {
+					t.Errorf("got %+v", c)
+				}
+			}},
+		{name: "no shutdown not a bool", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_ALLOW_NO_SHUTDOWN": "always"},
+			wantErr: `K8S_SANDBOX_ALLOW_NO_SHUTDOWN must be true or false, got "always"`},
+		{name: "bad quota", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER": "-1"}, wantErr: `K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER must be an integer from 0 to 100000, got "-1"`},
 		{name: "unknown variable reported", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONECTION__USE_POD_IP": "true", "K8S_SANDBOX_CONNECTION__API_URL": "x"},
 			check: func(t *testing.T, c Config) {
 				if len(c.Unknown) != 1 || c.Unknown[0] != "K8S_SANDBOX_CONECTION__USE_POD_IP" {
@@ -50,7 +67,7 @@ func TestParse(t *testing.T) {
 			c, err := Parse(tt.vars)
 			if tt.wantErr != "" {
 				var ce *Error
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ce) {
+				if err == nil || err.Error() != tt.wantErr || !errors.As(err, &ce) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
 				}
 				return

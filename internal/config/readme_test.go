@@ -29,6 +29,7 @@ func TestREADMEDefaults(t *testing.T) {
 		Prefix + "MAX_DOWNLOAD_BYTES": "`" + strconv.Itoa(conn.DefaultMaxDownloadBytes) + "`",
 		Prefix + "CLUSTER_DOMAIN":     "`" + conn.DefaultClusterDomain + "`",
 		Prefix + "DNS_SERVER":         "(system resolver)",
+		Prefix + "ALLOW_NO_SHUTDOWN":  "`" + strconv.FormatBool(defaultAllowNoShutdown) + "`",
 	} {
 		if got, ok := rows[name]; !ok || got != want {
 			t.Errorf("README row %s: default %q, want %q", name, got, want)
