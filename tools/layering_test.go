@@ -34,8 +34,9 @@ func TestLayering(t *testing.T) {
 		{"internal/owner", []string{"internal/auth"}, []string{mcpgo}},
 		{"internal/serve", []string{"internal/auth", "internal/auth/authtest"}, []string{mcpgo}},
 		{"internal/localstack", nil, nil},
-		// A test OIDC issuer, and owner's label function to find the claims a principal owns.
-		{"internal/e2e", []string{"internal/localstack", "internal/auth/authtest", "internal/owner"}, []string{gosdk}},
+		// A test OIDC issuer, and the principal and owner label functions, to find what a
+		// principal owns.
+		{"internal/e2e", []string{"internal/localstack", "internal/auth", "internal/auth/authtest", "internal/owner"}, []string{gosdk}},
 	}
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))
