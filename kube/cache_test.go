@@ -180,7 +180,10 @@ func TestNoWatchWithoutAClaimOfOurs(t *testing.T) {
 		name string
 		call func(c *Client, ns string) error
 	}{
-		{"get", func(c *Client, ns string) error { _, err := c.Get(context.Background(), ns, "nope", testOwner); return err }},
+		{"get", func(c *Client, ns string) error {
+			_, err := c.Get(context.Background(), ns, "nope", testOwner)
+			return err
+		}},
 		{"status", func(c *Client, ns string) error {
 			_, err := c.Status(context.Background(), ns, "nope", testOwner)
 			return err
