@@ -16,9 +16,16 @@ import (
 )
 
 const (
-	// maxRecvMsg bounds one gRPC message. Start streams output in small chunks, but the
-	// default 4 MiB would still be hit by a daemon built with a larger chunk size.
-	maxRecvMsg = 64 << 20
+	// The memory one command's output can hold in this process, whatever its size, is
+	// about one flow-control window of chunks the budget has not consumed yet, plus one
+	// message being decoded. gRPC's default window grows with its bandwidth estimate up to
+	// 16 MiB, and that much piled up whenever the consumer fell behind (a GC, a busy CPU);
+	// a fixed window turns the estimator off. 256 KiB still carries hundreds of MB/s at a
+	// pod network's round trip.
+	recvWindow = 256 << 10
+	// maxRecvMsg bounds one output chunk. sandboxd sends 4 KiB chunks unless started with a
+	// larger --stream-chunk-size; a bigger message fails the call with what to change.
+	maxRecvMsg = 1 << 20
 	// idleConnTTL is how long an unused cached ClientConn survives once the cache is big.
 	idleConnTTL      = 15 * time.Minute
 	connCacheSoftMax = 64
@@ -81,6 +88,7 @@ func (s *sandboxdConn) grpcClient(target string) (processv1.ProcessServiceClient
 			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 				return s.dialer.DialContext(ctx, "tcp", addr)
 			}),
+			grpc.WithInitialWindowSize(recvWindow), grpc.WithInitialConnWindowSize(recvWindow),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg)))
 		if err != nil {
 			return nil, nil, fmt.Errorf("exec: gRPC client for %s: %w", target, err)

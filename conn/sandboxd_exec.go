@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,9 @@ func (s *sandboxdConn) Exec(ctx context.Context, t Target, req ExecRequest) (Exe
 				if res, ok := startFailure(req, err); ok {
 					return res, nil
 				}
+			}
+			if chunkTooLarge(err) {
+				k.abort() // the command is still running and its output cannot be read
 			}
 			return ExecResult{}, s.rpcError(ctx, target, err)
 		}
@@ -154,6 +158,13 @@ func startFailure(req ExecRequest, err error) (ExecResult, bool) {
 	return ExecResult{ExitCode: code}, true
 }
 
+// chunkTooLarge reports gRPC's own refusal of a message over maxRecvMsg (not a status the
+// daemon sent).
+func chunkTooLarge(err error) bool {
+	st := status.Convert(err)
+	return st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "received message larger than max")
+}
+
 // rpcError maps a gRPC failure to the conn errors.
 func (s *sandboxdConn) rpcError(ctx context.Context, target string, err error) error {
 	if ctx.Err() != nil {
@@ -166,6 +177,10 @@ func (s *sandboxdConn) rpcError(ctx context.Context, target string, err error) e
 		return fmt.Errorf("exec: %w: sandboxd at %s: %s", ErrUnreachable, target, st.Message())
 	case codes.PermissionDenied:
 		return fmt.Errorf("exec: %w: %s", ErrDenied, st.Message())
+	}
+	if chunkTooLarge(err) {
+		return fmt.Errorf("exec: sandboxd at %s sends output in chunks larger than this server accepts (%d bytes); "+
+			"start sandboxd with --stream-chunk-size %d or less (its default is 4096): %s", target, maxRecvMsg, maxRecvMsg, st.Message())
 	}
 	return fmt.Errorf("exec: sandboxd %s: %s", st.Code(), st.Message())
 }
