@@ -73,8 +73,8 @@ func (o options) validate() error {
 // A lookup never starts a watch: only observe does, which the Client calls after it created a
 // claim or an API read found one the caller owns. So namespace names made up by callers cost
 // one API GET each and nothing that stays. At most max namespaces are watched; the least
-// recently used is stopped to make room, and any unused for idle is stopped on the next use
-// of the cache.
+// recently used is stopped to make room, and any unused for idle is stopped by a sweep that
+// runs while something is watched (and on every use of the cache).
 type watchCache struct {
 	ext      extclientset.Interface
 	core     sandboxclientset.Interface
@@ -83,10 +83,12 @@ type watchCache struct {
 	idle     time.Duration
 	now      func() time.Time // replaceable in tests
 
-	mu     sync.Mutex
-	ns     map[string]*list.Element // values are *nsWatch
-	lru    *list.List               // front: most recently used
-	closed bool
+	mu       sync.Mutex
+	ns       map[string]*list.Element // values are *nsWatch
+	lru      *list.List               // front: most recently used
+	closed   bool
+	sweeping bool          // the idle sweep is running
+	done     chan struct{} // closed by close: ends the sweep
 }
 
 type nsWatch struct {
@@ -104,7 +106,7 @@ type nsWatch struct {
 
 func newWatchCache(ext extclientset.Interface, core sandboxclientset.Interface, ownerKey string, o options) *watchCache {
 	return &watchCache{ext: ext, core: core, ownerKey: ownerKey, max: o.maxWatched, idle: o.idle, now: time.Now,
-		ns: map[string]*list.Element{}, lru: list.New()}
+		ns: map[string]*list.Element{}, lru: list.New(), done: make(chan struct{})}
 }
 
 // lookup returns the claim and its Sandbox when both are in a synced cache. It never starts
@@ -172,7 +174,32 @@ func (w *watchCache) use(namespace string, start bool) *nsWatch {
 	nw := w.start(namespace)
 	nw.used = now
 	w.ns[namespace] = w.lru.PushFront(nw)
+	if !w.sweeping {
+		w.sweeping = true
+		go w.sweep()
+	}
 	return nw
+}
+
+// sweep stops idle namespaces even when no call comes; it ends with the last watch.
+func (w *watchCache) sweep() {
+	t := time.NewTicker(max(w.idle/4, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		w.expireLocked(w.now())
+		if w.lru.Len() == 0 {
+			w.sweeping = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+	}
 }
 
 // expireLocked stops the namespaces unused since now-idle; they sit at the back of the list.
@@ -237,6 +264,9 @@ func (w *watchCache) watched() []string {
 func (w *watchCache) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.closed {
+		close(w.done)
+	}
 	w.closed = true
 	for w.lru.Len() > 0 {
 		w.stopLocked(w.lru.Back())

@@ -332,3 +332,21 @@ func TestCloseStopsEveryWatch(t *testing.T) {
 		t.Errorf("a closed cache watches %v", got)
 	}
 }
+
+// With no call at all, idle namespaces still stop: nothing stays up after a burst.
+func TestIdleSweepRunsWithoutCalls(t *testing.T) {
+	f := newFakes(t)
+	cw := withCache(t, f, options{maxWatched: 8, idle: 100 * time.Millisecond})
+	for round := range 2 { // the sweep ends with the last watch and starts again with the next
+		f.c.cache.observe("burst")
+		eventually(t, "the watches never started", func() bool { return cw.open("burst") == 2 })
+		deadline := time.Now().Add(5 * time.Second)
+		for len(f.c.cache.watched()) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: still watching %v", round, f.c.cache.watched())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		eventually(t, "the idle namespace's watches stayed open", func() bool { return cw.open("burst") == 0 })
+	}
+}
