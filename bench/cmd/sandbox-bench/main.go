@@ -26,6 +26,7 @@ type config struct {
 	warm         int
 	smallRuns    int
 	bigRuns      int
+	bigServers   int
 	bigBytes     []int64
 	pyBigBytes   []int64
 	createRuns   int
@@ -49,7 +50,8 @@ func parseFlags(args []string) (config, error) {
 	items := fs.String("items", "1,2,3,4,5,6", "which items of the issue to run")
 	fs.IntVar(&c.warm, "warmup", 5, "unmeasured iterations before each latency series")
 	fs.IntVar(&c.smallRuns, "small-runs", 200, "item 1: small commands per side and runtime")
-	fs.IntVar(&c.bigRuns, "big-runs", 5, "item 2: large-output commands per side and size")
+	fs.IntVar(&c.bigRuns, "big-runs", 3, "item 2: large-output commands per side, size and server process")
+	fs.IntVar(&c.bigServers, "big-servers", 3, "item 2: fresh server processes per runtime, one after the other")
 	bigBytes := fs.String("big-bytes", "20000000,200000000", "item 2: output sizes through sandboxd")
 	pyBigBytes := fs.String("py-big-bytes", "20000000,200000000", "item 2: output sizes through the python runtime")
 	fs.IntVar(&c.createRuns, "create-runs", 20, "item 3: create_sandbox calls")
@@ -62,6 +64,9 @@ func parseFlags(args []string) (config, error) {
 	replicas := fs.Int("pool-replicas", 2, "warm sandboxes per pool in the bench namespace")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.bigServers < 1 || c.bigRuns < 1 {
+		return c, fmt.Errorf("-big-servers and -big-runs must be at least 1")
 	}
 	c.poolReplicas = *replicas
 	c.items = map[string]bool{}
@@ -122,6 +127,11 @@ func main() {
 
 func run(ctx context.Context, cfg config) error {
 	r := &report{command: cfg.command, started: time.Now(), machine: describeMachine(ctx)}
+	link, err := linking(cfg.server)
+	if err != nil {
+		return fmt.Errorf("the server binary: %w", err)
+	}
+	r.binary = fmt.Sprintf("`%s`, %s", filepath.Base(cfg.server), link)
 	logf("starting the local stack")
 	stack, err := localstack.Start(ctx)
 	if err != nil {

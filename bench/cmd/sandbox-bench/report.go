@@ -12,6 +12,7 @@ type report struct {
 	machine           machine
 	command           string
 	server            string // the tree the server was built from
+	binary            string // the server binary and how it is linked
 	started, finished time.Time
 	sections          []*section
 	failures          []string
@@ -62,6 +63,7 @@ func (r *report) write(w io.Writer) error {
 	p("Run %s to %s (%s), server built from `%s` (`git describe --always --dirty`: a `-dirty` tree had "+
 		"uncommitted changes).\n\n", r.started.UTC().Format(time.RFC3339), r.finished.UTC().Format("15:04:05Z"),
 		r.finished.Sub(r.started).Round(time.Second), r.server)
+	p("Server binary: %s.\n\n", r.binary)
 	p("## Machine\n\n")
 	for _, kv := range r.machine.rows() {
 		p("- %s: %s\n", kv[0], kv[1])
