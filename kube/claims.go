@@ -103,6 +103,26 @@ func (c *Client) list(ctx context.Context, namespace, owner string) ([]Claim, er
 	return out, nil
 }
 
+// CountPrincipal counts the live claims labelled with principal in namespace, reading the API
+// itself rather than the watch cache: a cap must see a claim the moment it was created.
+func (c *Client) CountPrincipal(ctx context.Context, namespace, principal string) (int, error) {
+	sel, err := labels.ValidatedSelectorFromSet(labels.Set{PrincipalLabel: principal})
+	if err != nil {
+		return 0, fmt.Errorf("%w: principal selector: %w", ErrInvalid, err)
+	}
+	list, err := c.ext.ExtensionsV1beta1().SandboxClaims(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return 0, fmt.Errorf("counting sandbox claims in namespace %q: %w", namespace, err)
+	}
+	n := 0
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp == nil && list.Items[i].Labels[PrincipalLabel] == principal {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Delete removes the owner's claim; the controller's owner references cascade to the Sandbox.
 func (c *Client) Delete(ctx context.Context, namespace, name, owner string) error {
 	obj, err := c.ownedClaim(ctx, namespace, name, owner)

@@ -32,6 +32,9 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (Claim, error) {
 	if err != nil {
 		return Claim{}, err
 	}
+	if req.Posted != nil {
+		req.Posted()
+	}
 	progress("claim created")
 	c.watchNamespace(req.Namespace) // syncs while the claim gets ready
 
@@ -111,6 +114,9 @@ func (c *Client) buildClaim(req CreateRequest, name string) *extv1beta1.SandboxC
 	lbls := make(map[string]string, len(req.Labels)+2)
 	maps.Copy(lbls, req.Labels)
 	lbls[c.ownerKey] = req.Owner
+	if req.Principal != "" {
+		lbls[PrincipalLabel] = req.Principal
+	}
 	lbls[createdByLabel] = createdByValue
 
 	claim := &extv1beta1.SandboxClaim{
@@ -151,8 +157,13 @@ func (c *Client) validate(req CreateRequest) error {
 	if req.Owner == "" || !ValidLabelValue(req.Owner) {
 		errs = append(errs, fmt.Errorf("owner %q is not a valid non-empty label value", req.Owner))
 	}
-	if _, ok := req.Labels[c.ownerKey]; ok {
-		errs = append(errs, fmt.Errorf("label %q is reserved for session ownership", c.ownerKey))
+	for _, k := range []string{c.ownerKey, PrincipalLabel} {
+		if _, ok := req.Labels[k]; ok {
+			errs = append(errs, fmt.Errorf("label %q is reserved for ownership", k))
+		}
+	}
+	if req.Principal != "" && !ValidLabelValue(req.Principal) {
+		errs = append(errs, fmt.Errorf("principal %q is not a valid label value", req.Principal))
 	}
 	errs = append(errs, checkLabels("label", req.Labels)...)
 	errs = append(errs, checkLabels("pod label", req.PodLabels)...)

@@ -9,6 +9,9 @@ import (
 	"time"
 )
 
+// PrincipalLabel names the caller behind a claim's owner (CreateRequest.Principal).
+const PrincipalLabel = "mcp.k8s-agent-sandbox/principal"
+
 // Errors callers translate into advice for the model.
 var (
 	ErrNotFound    = errors.New("not found")            // claim missing or owned by someone else
@@ -41,14 +44,20 @@ type CreateRequest struct {
 	Namespace string
 	WarmPool  string
 	// Labels go on the claim; the owner label is added by Create and cannot be overridden.
-	Labels         map[string]string
-	Owner          string
+	Labels map[string]string
+	Owner  string
+	// Principal, when set, labels the claim (PrincipalLabel) with the caller behind the owner,
+	// so that a per-caller cap can count across its sessions. A valid label value.
+	Principal      string
 	ShutdownAfter  *time.Duration // nil: no lifecycle; else shutdownTime = now+d, policy Delete
 	PodLabels      map[string]string
 	PodAnnotations map[string]string
 	ReadyTimeout   time.Duration // <= 0: DefaultReadyTimeout
 	// Progress, when set, is called with short human messages while waiting.
 	Progress func(message string)
+	// Posted, when set, is called once the claim exists in the API (before the wait for
+	// readiness), or not at all if the create failed before; callers counting claims use it.
+	Posted func()
 }
 
 // Claim is what callers need of a SandboxClaim and its Sandbox.

@@ -42,8 +42,8 @@ func createTool(d Deps) server.ServerTool {
 			"sandbox_ready_timeout":  intProp("Seconds to wait for the sandbox to become ready", minTimeout, maxTimeout, defaultReadyTimeout),
 			"labels":                 stringMapProp("Labels for the SandboxClaim (valid Kubernetes label keys and values)."),
 			"shutdown_after_seconds": d.shutdownProp(),
-			"pod_labels":      stringMapProp("Extra labels for the sandbox Pod; keys need an allowed domain prefix (by default sandbox.users.io/)."),
-			"pod_annotations": stringMapProp("Extra annotations for the sandbox Pod."),
+			"pod_labels":             stringMapProp("Extra labels for the sandbox Pod; keys need an allowed domain prefix (by default sandbox.users.io/)."),
+			"pod_annotations":        stringMapProp("Extra annotations for the sandbox Pod."),
 		})),
 		mcp.WithOutputSchema[CreateResult](),
 		hints(false, false, false),
@@ -77,20 +77,29 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	if err != nil {
 		return CreateResult{}, err
 	}
-	if err := d.checkQuota(ctx, owner, ns); err != nil {
+	principal, release, err := d.admit(ctx, owner, ns)
+	if err != nil {
 		return CreateResult{}, err
 	}
+	defer release()
+	tracked := func(string) error { return nil }
 	if d.Tracker != nil {
-		// Before the claim exists: a session that ends mid-create still finds it.
-		d.Tracker.Created(owner, ns)
+		// Before the claim exists: a session that ends mid-create waits for it, and one that
+		// ended meanwhile gets its claim deleted.
+		if tracked, err = d.Tracker.Begin(owner, ns); err != nil {
+			return CreateResult{}, err
+		}
 	}
 	p := newProgress(ctx, req)
 	defer p.finish()
 	start := time.Now()
 	c, err := d.Claims.Create(ctx, kube.CreateRequest{
-		Namespace: ns, WarmPool: a.Warmpool, Labels: a.Labels, Owner: owner, ShutdownAfter: shutdown,
-		PodLabels: a.PodLabels, PodAnnotations: a.PodAnnotations, ReadyTimeout: ready, Progress: p.send,
+		Namespace: ns, WarmPool: a.Warmpool, Labels: a.Labels, Owner: owner, Principal: principal, ShutdownAfter: shutdown,
+		PodLabels: a.PodLabels, PodAnnotations: a.PodAnnotations, ReadyTimeout: ready, Progress: p.send, Posted: release,
 	})
+	if terr := tracked(c.Name); terr != nil {
+		return CreateResult{}, terr
+	}
 	if err != nil {
 		return CreateResult{}, err
 	}
@@ -137,33 +146,4 @@ func (d Deps) shutdownAfter(raw json.RawMessage) (*time.Duration, error) {
 	}
 	dur := time.Duration(secs) * time.Second
 	return &dur, nil
-}
-
-// checkQuota refuses a new sandbox when the owner already has MaxSandboxesPerOwner live ones
-// in the namespaces this server has seen it use.
-func (d Deps) checkQuota(ctx context.Context, owner, ns string) error {
-	if d.MaxSandboxesPerOwner <= 0 {
-		return nil
-	}
-	namespaces := []string{ns}
-	if d.Tracker != nil {
-		for _, n := range d.Tracker.Namespaces(owner) {
-			if n != ns {
-				namespaces = append(namespaces, n)
-			}
-		}
-	}
-	live := 0
-	for _, n := range namespaces {
-		claims, err := d.Claims.List(ctx, n, owner)
-		if err != nil {
-			return err
-		}
-		live += len(claims)
-	}
-	if live >= d.MaxSandboxesPerOwner {
-		return badInput("you already have %d live sandboxes, the most this server allows; delete one with delete_sandbox "+
-			"(read sandboxes://%s to list them) and retry", live, ns)
-	}
-	return nil
 }

@@ -17,6 +17,7 @@ type Claims interface {
 	List(ctx context.Context, namespace, owner string) ([]kube.Claim, error)
 	Delete(ctx context.Context, namespace, name, owner string) error
 	Status(ctx context.Context, namespace, name, owner string) (kube.Status, error)
+	CountPrincipal(ctx context.Context, namespace, principal string) (int, error)
 }
 
 // OwnerFunc names the caller that owns sandboxes: a valid Kubernetes label value.
@@ -42,13 +43,21 @@ type Deps struct {
 	AllowedNamespaces []string
 	// MaxSandboxesPerOwner caps live sandboxes per owner; 0 means no cap.
 	MaxSandboxesPerOwner int
+	// Principal names the caller behind the owner (a label value), whom the sandbox cap
+	// counts; nil means the owner itself.
+	Principal OwnerFunc
+	quota     *quota
 	// Tracker learns where owners create sandboxes (for cleanup when their session ends).
 	Tracker Tracker
 }
 
-// Tracker remembers the namespaces each owner used (cleanup.Janitor implements it).
+// Tracker remembers the namespaces each owner used and keeps creates exact against the end of
+// the owner's session (cleanup.Janitor implements it).
 type Tracker interface {
-	Created(owner, namespace string)
+	// Begin records, before the claim exists, that owner creates in namespace; it fails once
+	// owner's session has ended. done must be called with the created claim's name ("" if
+	// none); it returns an error, having deleted the claim, if the session ended meanwhile.
+	Begin(owner, namespace string) (done func(claim string) error, err error)
 	Namespaces(owner string) []string
 }
 

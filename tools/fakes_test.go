@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -21,11 +22,14 @@ type fakeClaims struct {
 	claims  map[string]kube.Claim
 	owners  map[string]string
 	created []kube.CreateRequest
-	err     error // returned by every call when set
+	err     error         // returned by every call when set
+	delay   time.Duration // how long Create takes
+	// principals holds each claim's principal label.
+	principals map[string]string
 }
 
 func newFakeClaims() *fakeClaims {
-	return &fakeClaims{claims: map[string]kube.Claim{}, owners: map[string]string{}}
+	return &fakeClaims{claims: map[string]kube.Claim{}, owners: map[string]string{}, principals: map[string]string{}}
 }
 
 func (f *fakeClaims) add(ns, name, owner string) {
@@ -42,8 +46,13 @@ func (f *fakeClaims) Create(_ context.Context, req kube.CreateRequest) (kube.Cla
 	f.mu.Lock()
 	f.created = append(f.created, req)
 	name := fmt.Sprintf("sandbox-claim-%08d", len(f.created))
+	f.principals[req.Namespace+"/"+name] = req.Principal
 	f.mu.Unlock()
 	f.add(req.Namespace, name, req.Owner)
+	if req.Posted != nil {
+		req.Posted()
+	}
+	time.Sleep(f.delay) // the claim exists in the API while the create waits for readiness
 	if req.Progress != nil {
 		req.Progress("ready")
 	}
@@ -73,6 +82,18 @@ func (f *fakeClaims) List(_ context.Context, ns, owner string) ([]kube.Claim, er
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeClaims) CountPrincipal(_ context.Context, ns, principal string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for k, c := range f.claims {
+		if c.Namespace == ns && f.principals[k] == principal {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (f *fakeClaims) Delete(ctx context.Context, ns, name, owner string) error {
@@ -153,11 +174,14 @@ type harness struct {
 	c      *client.Client
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, opts ...func(*Deps, *fakeClaims)) *harness {
 	t.Helper()
 	h := &harness{claims: newFakeClaims(), conn: &fakeConn{files: map[string][]byte{}}}
 	d := Deps{Claims: h.claims, Conn: h.conn, DefaultNamespace: "default", Log: zerolog.Nop(),
 		Owner: func(context.Context) (string, error) { return testOwner, nil }}
+	for _, o := range opts {
+		o(&d, h.claims)
+	}
 	c, err := client.NewInProcessClient(NewServer(d, "test", serverTestOptions()...))
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func listTool(d Deps) server.ServerTool {
 			"(POSIX seconds). At most max_entries entries come back; when truncated is true, narrow the path or use "+
 			"execute_command (e.g. `ls DIR | grep PATTERN`)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
-			"path": pathProp("Directory path inside the sandbox (\".\" or \"/\" for its working directory)."),
+			"path":        pathProp("Directory path inside the sandbox (\".\" or \"/\" for its working directory)."),
 			"max_entries": intProp("Most entries to return", 1, maxMaxEntries, defaultMaxEntries),
 		}))),
 		mcp.WithOutputSchema[ListResult](),

@@ -28,6 +28,9 @@ stdout_truncated/stderr_truncated and *_total_chars say what was cut. To see mor
 // All returns every tool, in the order tools/list shows them, each checked against its own
 // input schema before its handler runs.
 func All(d Deps) []server.ServerTool {
+	if d.quota == nil {
+		d.quota = newQuota() // shared by the tools built here
+	}
 	all := []server.ServerTool{
 		createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
 		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),

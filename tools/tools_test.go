@@ -72,7 +72,7 @@ func TestBadInput(t *testing.T) {
 		{"bad namespace", "file_exists", with(map[string]any{"namespace": "Bad_NS", "path": "a"}), `namespace "Bad_NS" is not valid. ` + nsRule},
 		{"upper-case namespace", "execute_command", with(map[string]any{"namespace": "Team-A", "command": "true"}), `namespace "Team-A" is not valid. ` + nsRule},
 		{"dotted namespace", "create_sandbox", map[string]any{"warmpool": "p", "namespace": "a.b"}, `namespace "a.b" is not valid. ` + nsRule},
-		{"long namespace", "create_sandbox", map[string]any{"warmpool": "p", "namespace": strings.Repeat("a", 64)}, `namespace "`+strings.Repeat("a", 64)+`" is not valid. ` + nsRule},
+		{"long namespace", "create_sandbox", map[string]any{"warmpool": "p", "namespace": strings.Repeat("a", 64)}, `namespace "` + strings.Repeat("a", 64) + `" is not valid. ` + nsRule},
 		{"list max 0", "list_files", with(map[string]any{"path": ".", "max_entries": 0}), f(entriesRange, 0)},
 		{"list max 10001", "list_files", with(map[string]any{"path": ".", "max_entries": 10001}), f(entriesRange, 10001)},
 		{"list timeout 601", "list_files", with(map[string]any{"path": ".", "timeout": 601}), f(timeoutRange, 601)},

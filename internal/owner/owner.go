@@ -62,6 +62,16 @@ func (o *Owners) HTTP(ctx context.Context) (string, error) {
 	return Anonymous, nil
 }
 
+// HTTPPrincipal names the caller behind an HTTP owner, for per-caller caps: the authenticated
+// principal (whatever session it uses), else Anonymous, so that opening more sessions never
+// buys more sandboxes.
+func (o *Owners) HTTPPrincipal(ctx context.Context) (string, error) {
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		return ForPrincipal(p), nil
+	}
+	return Anonymous, nil
+}
+
 // Forget ends a session and returns the owner it had, if it ever used one.
 func (o *Owners) Forget(sessionID string) (string, bool) {
 	o.mu.Lock()
