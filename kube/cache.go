@@ -39,6 +39,7 @@ type Option func(*options)
 type options struct {
 	maxWatched int
 	idle       time.Duration
+	apiUser    string // for APIError messages
 }
 
 func defaultOptions() options {

@@ -69,15 +69,21 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 	if cfg.Burst == 0 {
 		cfg.Burst = defaultBurst
 	}
-	ext, err := extclientset.NewForConfig(cfg)
+	// One HTTP client for the three clientsets: shared connections, and every failure to
+	// reach the API server comes out as an APIError.
+	hc, err := apiHTTPClient(cfg, o.apiUser)
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes API HTTP client: %w", err)
+	}
+	ext, err := extclientset.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("building sandbox claim client: %w", err)
 	}
-	core, err := sandboxclientset.NewForConfig(cfg)
+	core, err := sandboxclientset.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("building sandbox client: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("building dynamic client: %w", err)
 	}

@@ -32,6 +32,7 @@ type claimRef struct{ Namespace, Name string }
 func advice(op string, ref claimRef, err error) string {
 	var in *inputError
 	var status apierrors.APIStatus
+	var api *kube.APIError
 	switch {
 	case errors.As(err, &in):
 		return in.msg
@@ -40,6 +41,10 @@ func advice(op string, ref claimRef, err error) string {
 	case errors.Is(err, kube.ErrNotFound):
 		return fmt.Sprintf("Sandbox claim %q is not found in namespace %q. It may have been deleted or expired (shutdown_after_seconds); "+
 			"read the resource sandboxes://%s to list your sandboxes, or call create_sandbox for a new one.", ref.Name, ref.Namespace, ref.Namespace)
+	case errors.As(err, &api):
+		// Before the claim and sandbox cases: when the API server is down or refuses us,
+		// that is the news, and whether retrying helps.
+		return fmt.Sprintf("Could not %s: %s. %s.", op, api.Error(), api.Advice())
 	case errors.Is(err, kube.ErrClaimFailed):
 		return fmt.Sprintf("Could not %s: %v. The claim was deleted; fix the arguments (warm pool name, pod labels and annotations) and retry.", op, err)
 	case errors.Is(err, kube.ErrTimeout):
@@ -68,7 +73,8 @@ func advice(op string, ref claimRef, err error) string {
 	case errors.As(err, &status):
 		return fmt.Sprintf("Could not %s: Kubernetes API error: %s", op, status.Status().Message)
 	case isConnError(err):
-		return fmt.Sprintf("Could not %s: the Kubernetes API or the sandbox is unreachable right now. Retry in a few seconds.", op)
+		// The API server's failures are APIErrors above: this is the way to the sandbox.
+		return fmt.Sprintf("Could not %s: the sandbox is unreachable (%v). Check get_sandbox_status and retry in a few seconds.", op, err)
 	}
 	return fmt.Sprintf("Could not %s: %v", op, err)
 }
