@@ -10,6 +10,11 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth/authtest"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/owner"
 )
 
 type bearer struct{ token string }
@@ -94,6 +99,71 @@ func TestAuthenticatedTenants(t *testing.T) {
 				t.Errorf("alice's sandbox after bob's attempts: %+v", st)
 			}
 			call[struct{}](t, alice, "delete_sandbox", claim)
+		})
+	}
+}
+
+// TestAuthSourcesDoNotCollide (issue 14 point 4) runs the binary with a static token for
+// "alice" and an OIDC issuer (a fake one on loopback): a validly signed JWT with sub "alice"
+// is another principal. In both protocol eras it can neither see nor touch the static
+// alice's sandbox, and sessionless owners are the hashes of the source-qualified principals.
+func TestAuthSourcesDoNotCollide(t *testing.T) {
+	t.Parallel()
+	ns := stack.Namespace(t)
+	const aliceToken, audience = "alice-token-0123456789", "k8s-sandbox-mcp-e2e"
+	is := authtest.NewIssuer(t, audience)
+	env := append(append([]string{}, connections()[4].env...),
+		"K8S_SANDBOX_AUTH__TOKENS=alice:"+aliceToken,
+		"K8S_SANDBOX_AUTH__OIDC_ISSUER="+is.URL, "K8S_SANDBOX_AUTH__OIDC_AUDIENCE="+audience,
+		"K8S_SANDBOX_ALLOWED_NAMESPACES="+ns.Name)
+	base := httpServer(t, env)
+	jwt := is.Sign(t, "RS256", is.Claims("alice"))
+	ownerLabel := func(name string) string {
+		c, err := stack.Extensions.ExtensionsV1beta1().SandboxClaims(ns.Name).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Labels["mcp.k8s-agent-sandbox/session-id"]
+	}
+
+	for _, era := range []string{"", "2025-11-25"} {
+		t.Run("era"+era, func(t *testing.T) {
+			static, err := authSession(t, base, aliceToken, era)
+			if err != nil {
+				t.Fatal(err)
+			}
+			oidcAlice, err := authSession(t, base, jwt, era)
+			if err != nil {
+				t.Fatalf("the JWT was refused: %v", err)
+			}
+			created := call[createResult](t, static, "create_sandbox", map[string]any{"warmpool": "sandboxd-pool", "namespace": ns.Name})
+			claim := map[string]any{"sandbox_claim_name": created.SandboxClaimName, "namespace": ns.Name}
+			exec := map[string]any{"sandbox_claim_name": created.SandboxClaimName, "namespace": ns.Name, "command": "true"}
+			for tool, args := range map[string]map[string]any{"get_sandbox_status": claim, "execute_command": exec, "delete_sandbox": claim} {
+				if msg := callError(t, oidcAlice, tool, args); !strings.Contains(msg, "not found") {
+					t.Errorf("OIDC alice %s on static alice's sandbox: %s", tool, msg)
+				}
+			}
+			if got := readSandboxes(t, oidcAlice, ns.Name); len(got) != 0 {
+				t.Errorf("OIDC alice sees %v", got)
+			}
+			if era == "" {
+				if got, want := ownerLabel(created.SandboxClaimName), owner.ForPrincipal(auth.Static("alice")); got != want {
+					t.Errorf("static alice's sessionless owner %q, want %q", got, want)
+				}
+				mine := call[createResult](t, oidcAlice, "create_sandbox", map[string]any{"warmpool": "sandboxd-pool", "namespace": ns.Name})
+				if got, want := ownerLabel(mine.SandboxClaimName), owner.ForPrincipal(auth.OIDC(is.URL, "alice")); got != want {
+					t.Errorf("OIDC alice's sessionless owner %q, want %q", got, want)
+				}
+				if got := readSandboxes(t, static, ns.Name); len(got) != 1 || !strings.Contains(got[0], created.SandboxClaimName) {
+					t.Errorf("static alice sees %v, want only her %s", got, created.SandboxClaimName)
+				}
+				call[struct{}](t, oidcAlice, "delete_sandbox", map[string]any{"sandbox_claim_name": mine.SandboxClaimName, "namespace": ns.Name})
+			}
+			if st := call[statusResult](t, static, "get_sandbox_status", claim); !st.Ready {
+				t.Errorf("static alice's sandbox after OIDC alice's attempts: %+v", st)
+			}
+			call[struct{}](t, static, "delete_sandbox", claim)
 		})
 	}
 }
