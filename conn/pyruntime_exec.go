@@ -33,6 +33,10 @@ const (
 	killTimeout = 5 * time.Second
 )
 
+// PyRuntimeExecLimit is the python runtime's own limit on one /execute
+// (SANDBOX_EXEC_TIMEOUT_SECONDS, its default): a longer timeout cannot outlast it.
+const PyRuntimeExecLimit = 300 * time.Second
+
 func (p *pyConn) Exec(ctx context.Context, t Target, req ExecRequest) (ExecResult, error) {
 	argv, err := execArgv(req)
 	if err != nil {
@@ -70,8 +74,8 @@ func (p *pyConn) Exec(ctx context.Context, t Target, req ExecRequest) (ExecResul
 		return ExecResult{}, execError(ctx, runCtx, req.Timeout, fmt.Errorf("exec: reading the response: %w", err))
 	}
 	if stdout.n == 0 && isRuntimeTimeout(code, stderr.held) {
-		return ExecResult{}, fmt.Errorf("exec: %w: the runtime's own limit (SANDBOX_EXEC_TIMEOUT_SECONDS, 300 s by default) "+
-			"ended the command before the requested %s", ErrTimeout, req.Timeout)
+		return ExecResult{}, fmt.Errorf("exec: %w: the runtime's own limit (SANDBOX_EXEC_TIMEOUT_SECONDS, %d s by default) "+
+			"ended the command before the requested %s", ErrTimeout, int(PyRuntimeExecLimit.Seconds()), req.Timeout)
 	}
 	if err := stderr.flush(); err != nil {
 		return ExecResult{}, fmt.Errorf("exec: writing stderr: %w", err)

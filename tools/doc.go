@@ -1,6 +1,8 @@
 // Package tools holds the MCP surface of k8s-sandbox-mcp: one handler per tool of the spec
 // (create_sandbox, delete_sandbox, execute_command, upload_file, download_file, list_files,
-// file_exists, get_sandbox_status) plus the sandboxes://{namespace} resource template.
+// file_exists, get_sandbox_status), run_code, and the sandboxes://{namespace} resource template.
+// Every call is checked against its tool's input schema first (args.go), which owns the
+// arguments' bounds, defaults and the messages that name them.
 //
 // Error contract: a failure the model can act on (bad input, a missing or foreign sandbox, a
 // timeout, an unreachable API) is an isError result whose text says what to do next and

@@ -48,7 +48,7 @@ func execTool(d Deps) server.ServerTool {
 				"description": "Shell command, e.g. \"cd src && make test 2>&1 | tail -50\". With args: the program to run."},
 			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": maxArgv,
 				"description": "Optional argv after command; when given, no shell is involved."},
-			"timeout":          timeoutProp("the command"),
+			"timeout":          runTimeoutProp("the command"),
 			"max_output_chars": budgetProp(),
 		})),
 		mcp.WithOutputSchema[ExecResult](),

@@ -106,3 +106,21 @@ func TestEveryTool(t *testing.T) {
 		})
 	}
 }
+
+// TestDocsNameEveryTool: the instructions and the package doc mention every tool, so a new
+// tool cannot be left out of what the model and a contributor read first.
+func TestDocsNameEveryTool(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range All(Deps{}) {
+		name := st.Tool.Name
+		if !strings.Contains(Instructions, name) {
+			t.Errorf("Instructions do not mention %s", name)
+		}
+		if !strings.Contains(string(doc), name) {
+			t.Errorf("tools/doc.go does not mention %s", name)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
@@ -92,6 +93,15 @@ func intProp(lead string, min, max, def int) prop {
 
 func timeoutProp(what string) prop {
 	return intProp("Seconds to wait for "+what, minTimeout, maxTimeout, defaultTimeout)
+}
+
+// runTimeoutProp is timeoutProp for commands, which on the python runtime also meet that
+// runtime's own limit.
+func runTimeoutProp(what string) prop {
+	p := timeoutProp(what)
+	p["description"] = p["description"].(string) + fmt.Sprintf(" On the python runtime (gateway, direct and in-cluster "+
+		"connections) the runtime itself ends a command after %d s unless its operator raised that limit.", int(conn.PyRuntimeExecLimit.Seconds()))
+	return p
 }
 
 func pathProp(what string) prop {

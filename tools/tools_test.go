@@ -31,15 +31,17 @@ func TestBadInput(t *testing.T) {
 		return m
 	}
 	const (
-		timeoutRange = "timeout must be between 1 and 600 seconds, got %d. Pass a value in that range, or leave timeout out for the default (60)."
-		budgetRange  = "max_output_chars must be between 128 and 300000, got %d. Pass a value in that range, or leave max_output_chars out for the default (30000)."
-		entriesRange = "max_entries must be between 1 and 10000, got %d. Pass a value in that range, or leave max_entries out for the default (1000)."
-		nsRule       = "Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters. Defaults to the server's current namespace."
-		poolRule     = "Name of the SandboxWarmPool to claim a sandbox from: a Kubernetes object name (lowercase letters, digits, '-' and '.')."
-		claimRule    = "Claim name returned by create_sandbox (sandbox_claim_name)."
-		pathRule     = "File path inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the working directory). No control characters."
-		notFound     = `Sandbox claim %q is not found in namespace "ns1". It may have been deleted or expired (shutdown_after_seconds); read the resource sandboxes://ns1 to list your sandboxes, or call create_sandbox for a new one.`
-		shutdownMax  = "shutdown_after_seconds must be between 1 and 31536000 seconds, got %s. Pass a value in that range, or leave shutdown_after_seconds out for the default (300)."
+		timeoutRange    = "timeout must be between 1 and 600 seconds, got %d. Pass a value in that range, or leave timeout out for the default (60)."
+		budgetRange     = "max_output_chars must be between 128 and 300000, got %d. Pass a value in that range, or leave max_output_chars out for the default (30000)."
+		entriesRange    = "max_entries must be between 1 and 10000, got %d. Pass a value in that range, or leave max_entries out for the default (1000)."
+		nsRule          = "Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters. Defaults to the server's current namespace."
+		poolRule        = "Name of the SandboxWarmPool to claim a sandbox from: a Kubernetes object name (lowercase letters, digits, '-' and '.')."
+		claimRule       = "Claim name returned by create_sandbox (sandbox_claim_name)."
+		pathRule        = "File path inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the working directory). No control characters."
+		notFound        = `Sandbox claim %q is not found in namespace "ns1". It may have been deleted or expired (shutdown_after_seconds); read the resource sandboxes://ns1 to list your sandboxes, or call create_sandbox for a new one.`
+		execTimeoutRule = "Seconds to wait for the command (1-600, default 60). On the python runtime (gateway, direct and in-cluster " +
+			"connections) the runtime itself ends a command after 300 s unless its operator raised that limit."
+		shutdownMax = "shutdown_after_seconds must be between 1 and 31536000 seconds, got %s. Pass a value in that range, or leave shutdown_after_seconds out for the default (300)."
 	)
 	f := fmt.Sprintf
 	tests := []struct {
@@ -51,7 +53,7 @@ func TestBadInput(t *testing.T) {
 		{"exec timeout 601", "execute_command", with(map[string]any{"command": "true", "timeout": 601}), f(timeoutRange, 601)},
 		{"exec timeout huge", "execute_command", with(map[string]any{"command": "true", "timeout": 1e20}), strings.Replace(timeoutRange, "%d", "100000000000000000000", 1)},
 		{"exec timeout fraction", "execute_command", with(map[string]any{"command": "true", "timeout": 1.5}),
-			"timeout must be an integer, got a number. Seconds to wait for the command (1-600, default 60)."},
+			"timeout must be an integer, got a number. " + execTimeoutRule},
 		{"exec budget low", "execute_command", with(map[string]any{"command": "true", "max_output_chars": 127}), f(budgetRange, 127)},
 		{"exec budget high", "execute_command", with(map[string]any{"command": "true", "max_output_chars": 300001}), f(budgetRange, 300001)},
 		{"exec blank command", "execute_command", with(map[string]any{"command": "   "}), "command is required and must not be blank"},
@@ -60,7 +62,7 @@ func TestBadInput(t *testing.T) {
 		{"exec no command", "execute_command", owned,
 			`command is required. Shell command, e.g. "cd src && make test 2>&1 | tail -50". With args: the program to run.`},
 		{"exec timeout string", "execute_command", with(map[string]any{"command": "true", "timeout": "ten"}),
-			"timeout must be an integer, got a string. Seconds to wait for the command (1-600, default 60)."},
+			"timeout must be an integer, got a string. " + execTimeoutRule},
 		{"exec args not strings", "execute_command", with(map[string]any{"command": "ls", "args": []any{"-l", 3}}),
 			"args.1 must be a string, got a number. "},
 		{"exec unknown claim", "execute_command", map[string]any{"sandbox_claim_name": "nope", "namespace": "ns1", "command": "true"}, f(notFound, "nope")},
