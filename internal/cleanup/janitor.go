@@ -17,6 +17,13 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
+// ErrEnded is returned to a create whose owner's session has ended.
+var ErrEnded = errors.New("the MCP session that would own this sandbox has ended; start a new session and retry")
+
+// endedRetention is how long an ended owner stays marked. Its session is gone by then, and no
+// call can still be on its way to Begin.
+const endedRetention = time.Hour
+
 // Claims lists and deletes an owner's claims (kube.Client implements it).
 type Claims interface {
 	List(ctx context.Context, namespace, owner string) ([]kube.Claim, error)
@@ -25,54 +32,146 @@ type Claims interface {
 
 // Janitor remembers where each owner created sandboxes and deletes them on release. It asks
 // only namespaces it saw, so it needs no cluster-wide list permission.
+//
+// Release is exact against creates running at the same time: it marks the owner ended (a later
+// Begin fails), waits for the creates already begun, and a create that still finishes after
+// that deletes its own claim.
 type Janitor struct {
 	claims  Claims
 	log     zerolog.Logger
 	timeout time.Duration
+	now     func() time.Time
 
-	mu         sync.Mutex
-	namespaces map[string]map[string]bool // owner -> namespaces
-	wg         sync.WaitGroup
+	mu     sync.Mutex
+	owners map[string]*ownerState
+	ended  []endedMark // in the order owners ended, for pruning
+	wg     sync.WaitGroup
+}
+
+type ownerState struct {
+	namespaces map[string]bool
+	creating   int
+	idle       chan struct{} // closed when creating drops back to 0; nil while none run
+	ended      bool
+}
+
+type endedMark struct {
+	owner string
+	at    time.Time
 }
 
 // New returns a Janitor; each release gets timeout to finish.
 func New(claims Claims, log zerolog.Logger, timeout time.Duration) *Janitor {
-	return &Janitor{claims: claims, log: log, timeout: timeout, namespaces: map[string]map[string]bool{}}
+	return &Janitor{claims: claims, log: log, timeout: timeout, now: time.Now, owners: map[string]*ownerState{}}
 }
 
-// Created records that owner has (or may have) sandboxes in namespace.
-func (j *Janitor) Created(owner, namespace string) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.namespaces[owner] == nil {
-		j.namespaces[owner] = map[string]bool{}
+func (j *Janitor) state(owner string) *ownerState {
+	st := j.owners[owner]
+	if st == nil {
+		st = &ownerState{namespaces: map[string]bool{}}
+		j.owners[owner] = st
 	}
-	j.namespaces[owner][namespace] = true
+	return st
+}
+
+// Begin records that owner is about to create a sandbox in namespace, before the claim exists,
+// so a release running meanwhile waits for it. It fails with ErrEnded once owner was released.
+// done must be called once with the created claim's name ("" when none was created); if owner
+// was released meanwhile, done deletes that claim and returns ErrEnded.
+func (j *Janitor) Begin(owner, namespace string) (done func(claim string) error, err error) {
+	j.mu.Lock()
+	st := j.state(owner)
+	if st.ended {
+		j.mu.Unlock()
+		return nil, ErrEnded
+	}
+	st.namespaces[namespace] = true
+	st.creating++
+	if st.idle == nil {
+		st.idle = make(chan struct{})
+	}
+	j.mu.Unlock()
+	var once sync.Once
+	return func(claim string) error {
+		var ended bool
+		once.Do(func() {
+			j.mu.Lock()
+			if st.creating--; st.creating == 0 {
+				close(st.idle)
+				st.idle = nil
+			}
+			ended = st.ended
+			j.mu.Unlock()
+		})
+		if !ended || claim == "" {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+		defer cancel()
+		if err := j.claims.Delete(ctx, namespace, claim, owner); err != nil && !errors.Is(err, kube.ErrNotFound) {
+			j.log.Warn().Err(err).Str("owner", owner).Str("claim", claim).Msg("could not delete a sandbox created after its session ended")
+			return fmt.Errorf("%w (deleting sandbox %q also failed: %v)", ErrEnded, claim, err)
+		}
+		j.log.Info().Str("owner", owner).Str("claim", claim).Msg("deleted a sandbox created after its session ended")
+		return fmt.Errorf("%w (its sandbox %q was deleted)", ErrEnded, claim)
+	}, nil
 }
 
 // Namespaces lists where owner created sandboxes, sorted.
 func (j *Janitor) Namespaces(owner string) []string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var out []string
-	for ns := range j.namespaces[owner] {
+	return sortedKeys(j.owners[owner])
+}
+
+func sortedKeys(st *ownerState) []string {
+	if st == nil {
+		return nil
+	}
+	out := make([]string, 0, len(st.namespaces))
+	for ns := range st.namespaces {
 		out = append(out, ns)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// Release deletes every sandbox owner has in the namespaces it used and forgets the owner.
+// Release marks owner ended, waits (within the timeout) for its creates in flight, then
+// deletes every sandbox it has in the namespaces it used.
 func (j *Janitor) Release(ctx context.Context, owner, why string) (int, error) {
-	namespaces := j.Namespaces(owner)
 	j.mu.Lock()
-	delete(j.namespaces, owner)
+	st := j.state(owner)
+	namespaces := sortedKeys(st)
+	idle := st.idle
+	if !st.ended {
+		st.ended = true
+		j.ended = append(j.ended, endedMark{owner: owner, at: j.now()})
+	}
+	st.namespaces = map[string]bool{}
+	j.pruneLocked()
 	j.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.timeout)
+	defer cancel()
+	if idle != nil {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			j.log.Warn().Str("owner", owner).Msg("creates still running after the release timeout; each deletes its own sandbox when it finishes")
+		}
+	}
 	if len(namespaces) == 0 {
 		return 0, nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.timeout)
-	defer cancel()
+	deleted, err := j.deleteAll(ctx, owner, namespaces)
+	ev := j.log.Info()
+	if err != nil {
+		ev = j.log.Warn().Err(err)
+	}
+	ev.Str("owner", owner).Str("reason", why).Int("deleted", deleted).Msg("released sandboxes of an ended session")
+	return deleted, err
+}
+
+func (j *Janitor) deleteAll(ctx context.Context, owner string, namespaces []string) (int, error) {
 	deleted := 0
 	var errs []error
 	for _, ns := range namespaces {
@@ -89,13 +188,19 @@ func (j *Janitor) Release(ctx context.Context, owner, why string) (int, error) {
 			deleted++
 		}
 	}
-	err := errors.Join(errs...)
-	ev := j.log.Info()
-	if err != nil {
-		ev = j.log.Warn().Err(err)
+	return deleted, errors.Join(errs...)
+}
+
+// pruneLocked forgets owners that ended more than endedRetention ago and run nothing.
+func (j *Janitor) pruneLocked() {
+	cutoff := j.now().Add(-endedRetention)
+	i := 0
+	for ; i < len(j.ended) && j.ended[i].at.Before(cutoff); i++ {
+		if st := j.owners[j.ended[i].owner]; st != nil && st.creating == 0 {
+			delete(j.owners, j.ended[i].owner)
+		}
 	}
-	ev.Str("owner", owner).Str("reason", why).Int("deleted", deleted).Msg("released sandboxes of an ended session")
-	return deleted, err
+	j.ended = j.ended[i:]
 }
 
 // ReleaseAsync runs Release in the background (hooks must not block the session sweeper);
