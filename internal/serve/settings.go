@@ -14,11 +14,17 @@ const (
 	VarMaxBodyBytes       = "K8S_SANDBOX_HTTP__MAX_BODY_BYTES"
 	VarMaxConcurrentCalls = "K8S_SANDBOX_HTTP__MAX_CONCURRENT_CALLS"
 	VarReadTimeout        = "K8S_SANDBOX_HTTP__READ_TIMEOUT"
+
+	VarMaxSessions             = "K8S_SANDBOX_HTTP__MAX_SESSIONS"
+	VarMaxSessionsPerPrincipal = "K8S_SANDBOX_HTTP__MAX_SESSIONS_PER_PRINCIPAL"
+	VarUnusedSessionTTL        = "K8S_SANDBOX_HTTP__UNUSED_SESSION_TTL"
+	VarMaxInitializeBytes      = "K8S_SANDBOX_HTTP__MAX_INITIALIZE_BYTES"
 )
 
 // Variables lists every variable LoadHTTPSettings reads.
 func Variables() []string {
-	return []string{VarAllowedOrigins, VarMaxBodyBytes, VarMaxConcurrentCalls, VarReadTimeout}
+	return []string{VarAllowedOrigins, VarMaxBodyBytes, VarMaxConcurrentCalls, VarReadTimeout,
+		VarMaxSessions, VarMaxSessionsPerPrincipal, VarUnusedSessionTTL, VarMaxInitializeBytes}
 }
 
 // HTTPSettings harden the HTTP transport. Zero fields take the defaults.
@@ -32,6 +38,19 @@ type HTTPSettings struct {
 	// ReadTimeout bounds reading one request, headers and body (default 60 s), against
 	// slow-drip clients. It does not limit how long a tool call or its stream runs.
 	ReadTimeout time.Duration
+
+	// MaxSessions caps open MCP sessions in total (default 1024) and MaxSessionsPerPrincipal
+	// per principal (default 64; without authentication everyone is one principal). Each
+	// session holds transport state and what its client sent in initialize.
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
+	// UnusedSessionTTL ends a session that made no call (anything beyond initialize,
+	// notifications/initialized and ping) this long after it opened (default 60 s), sooner
+	// than the idle TTL.
+	UnusedSessionTTL time.Duration
+	// MaxInitializeBytes caps the body of an initialize request (default 32 KiB), which the
+	// session keeps (clientInfo, capabilities) for its whole life.
+	MaxInitializeBytes int64
 }
 
 func (s HTTPSettings) withDefaults() HTTPSettings {
@@ -43,6 +62,18 @@ func (s HTTPSettings) withDefaults() HTTPSettings {
 	}
 	if s.ReadTimeout <= 0 {
 		s.ReadTimeout = 60 * time.Second
+	}
+	if s.MaxSessions <= 0 {
+		s.MaxSessions = 1024
+	}
+	if s.MaxSessionsPerPrincipal <= 0 {
+		s.MaxSessionsPerPrincipal = 64
+	}
+	if s.UnusedSessionTTL <= 0 {
+		s.UnusedSessionTTL = 60 * time.Second
+	}
+	if s.MaxInitializeBytes <= 0 {
+		s.MaxInitializeBytes = 32 << 10
 	}
 	return s
 }
@@ -75,6 +106,21 @@ func LoadHTTPSettings(vars map[string]string) (HTTPSettings, error) {
 		return HTTPSettings{}, err
 	}
 	s.ReadTimeout = time.Duration(n) * time.Second
+	if n, err = integer(VarMaxSessions, 1, 1_000_000); err != nil {
+		return HTTPSettings{}, err
+	}
+	s.MaxSessions = int(n)
+	if n, err = integer(VarMaxSessionsPerPrincipal, 1, 1_000_000); err != nil {
+		return HTTPSettings{}, err
+	}
+	s.MaxSessionsPerPrincipal = int(n)
+	if n, err = integer(VarUnusedSessionTTL, 1, 86400); err != nil {
+		return HTTPSettings{}, err
+	}
+	s.UnusedSessionTTL = time.Duration(n) * time.Second
+	if s.MaxInitializeBytes, err = integer(VarMaxInitializeBytes, 1<<10, 1<<20); err != nil {
+		return HTTPSettings{}, err
+	}
 	for _, o := range strings.Split(get(VarAllowedOrigins), ",") {
 		if o = strings.TrimSpace(o); o == "" {
 			continue

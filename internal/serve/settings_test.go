@@ -15,18 +15,25 @@ func TestLoadHTTPSettings(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", vars: map[string]string{},
-			want: HTTPSettings{MaxBodyBytes: 8 << 20, MaxConcurrentCalls: 8, ReadTimeout: time.Minute}},
+			want: HTTPSettings{MaxBodyBytes: 8 << 20, MaxConcurrentCalls: 8, ReadTimeout: time.Minute,
+				MaxSessions: 1024, MaxSessionsPerPrincipal: 64, UnusedSessionTTL: time.Minute, MaxInitializeBytes: 32 << 10}},
 		{name: "all set", vars: map[string]string{
 			VarAllowedOrigins: " https://App.Example.com:443, http://tool.local:8080/ ,", VarMaxBodyBytes: "1048576",
-			VarMaxConcurrentCalls: "3", VarReadTimeout: "5"},
+			VarMaxConcurrentCalls: "3", VarReadTimeout: "5", VarMaxSessions: "100", VarMaxSessionsPerPrincipal: "4",
+			VarUnusedSessionTTL: "10", VarMaxInitializeBytes: "2048"},
 			want: HTTPSettings{AllowedOrigins: []string{"https://app.example.com", "http://tool.local:8080"},
-				MaxBodyBytes: 1 << 20, MaxConcurrentCalls: 3, ReadTimeout: 5 * time.Second}},
+				MaxBodyBytes: 1 << 20, MaxConcurrentCalls: 3, ReadTimeout: 5 * time.Second,
+				MaxSessions: 100, MaxSessionsPerPrincipal: 4, UnusedSessionTTL: 10 * time.Second, MaxInitializeBytes: 2048}},
 		{name: "origin with path", vars: map[string]string{VarAllowedOrigins: "https://app.example.com/ui"}, wantErr: VarAllowedOrigins + `: "https://app.example.com/ui" is not an origin`},
 		{name: "wildcard origin", vars: map[string]string{VarAllowedOrigins: "*"}, wantErr: VarAllowedOrigins + `: "*" is not an origin`},
 		{name: "subdomain wildcard", vars: map[string]string{VarAllowedOrigins: "https://*.example.com"}, wantErr: "is not an origin"},
 		{name: "body too small", vars: map[string]string{VarMaxBodyBytes: "1000"}, wantErr: VarMaxBodyBytes + " must be an integer from 65536"},
 		{name: "calls not a number", vars: map[string]string{VarMaxConcurrentCalls: "many"}, wantErr: VarMaxConcurrentCalls + " must be an integer from 1 to 1024"},
 		{name: "timeout zero", vars: map[string]string{VarReadTimeout: "0"}, wantErr: VarReadTimeout + " must be an integer from 1"},
+		{name: "no sessions", vars: map[string]string{VarMaxSessions: "0"}, wantErr: VarMaxSessions + " must be an integer from 1 to 1000000"},
+		{name: "per principal negative", vars: map[string]string{VarMaxSessionsPerPrincipal: "-1"}, wantErr: VarMaxSessionsPerPrincipal + " must be an integer from 1"},
+		{name: "unused ttl with unit", vars: map[string]string{VarUnusedSessionTTL: "60s"}, wantErr: VarUnusedSessionTTL + ` must be an integer from 1 to 86400, got "60s"`},
+		{name: "initialize too small", vars: map[string]string{VarMaxInitializeBytes: "100"}, wantErr: VarMaxInitializeBytes + " must be an integer from 1024 to 1048576"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
