@@ -57,21 +57,19 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	if !kube.ValidLabelKey(a.cfg.SessionLabelKey) {
 		return nil, fmt.Errorf("%sSESSION_ID_LABEL_KEY %q is not a valid Kubernetes label key", config.Prefix, a.cfg.SessionLabelKey)
 	}
-	restCfg, err := f.kube.ToRESTConfig()
+	ka, err := loadKubeAccess(f, environ)
 	if err != nil {
-		return nil, fmt.Errorf("no Kubernetes configuration: %w (use --kubeconfig, $KUBECONFIG, or run in a pod)", err)
+		return nil, err
 	}
-	defaultNS, _, err := f.kube.ToRawKubeConfigLoader().Namespace()
-	if err != nil || defaultNS == "" {
-		defaultNS = "default"
-	}
-	if a.claims, err = kube.New(restCfg, a.cfg.SessionLabelKey); err != nil {
+	defaultNS := ka.namespace
+	if a.claims, err = kube.New(ka.rest, a.cfg.SessionLabelKey, kube.WithAPIUser(ka.user)); err != nil {
 		return nil, err
 	}
 	if a.conn, err = conn.New(a.cfg.Connection, a.claims); err != nil {
 		a.claims.Close()
 		return nil, err
 	}
+	a.checkAPI(ctx, defaultNS)
 	a.log = a.log.With().Str("connection", a.cfg.Connection.Type).Logger()
 	a.owners = owner.New(a.cfg.StdioOwner)
 	a.janitor = cleanup.New(a.claims, a.log, 60*time.Second)

@@ -37,7 +37,7 @@ const (
 // For 401 and 403 it wraps the server's Status, so apierrors.IsForbidden and friends hold.
 type APIError struct {
 	URL   string // the API server, as the kubeconfig names it
-	User  string // the kubeconfig user of the context in use ("" when unknown)
+	User  string // the kubeconfig user of the context in use ("" when unknown, as in a pod)
 	Cause Cause
 	Err   error
 }
@@ -92,7 +92,7 @@ func (e *APIError) Advice() string {
 
 func (e *APIError) who() string {
 	if e.User == "" {
-		return "the kubeconfig's user"
+		return "the server's Kubernetes identity"
 	}
 	return fmt.Sprintf("user %q", e.User)
 }

@@ -65,7 +65,7 @@ func TestAPIErrors(t *testing.T) {
 			},
 		},
 		{
-			name: "403",
+			name:   "403",
 			server: statusServer(http.StatusForbidden, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"sandboxclaims.extensions.agents.x-k8s.io is forbidden: User \"alice\" cannot list resource \"sandboxclaims\" in API group \"extensions.agents.x-k8s.io\" in the namespace \"team-a\"","reason":"Forbidden","code":403}`),
 			cause:  CauseForbidden,
 			message: `the Kubernetes API server at $URL denied user "alice" (403 Forbidden: sandboxclaims.extensions.agents.x-k8s.io is forbidden: ` +
@@ -157,7 +157,7 @@ func TestAPIErrorLeavesOthersAlone(t *testing.T) {
 
 func TestAPIErrorWithoutUser(t *testing.T) {
 	e := &APIError{URL: "https://k:6443", Cause: CauseUnauthorized}
-	if want := "the Kubernetes API server at https://k:6443 rejected the credentials of the kubeconfig's user (401 Unauthorized)"; e.Error() != want {
+	if want := "the Kubernetes API server at https://k:6443 rejected the credentials of the server's Kubernetes identity (401 Unauthorized)"; e.Error() != want {
 		t.Errorf("got %s", e.Error())
 	}
 }
