@@ -148,25 +148,24 @@ func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer)
 	return err
 }
 
-// serveHTTP serves until ctx ends; each ended session's sandboxes are released.
+// serveHTTP serves until ctx ends; each ended session's sandboxes are released once the
+// calls it had running have returned.
 func (a *app) serveHTTP(ctx context.Context) error {
 	a.deps.Owner = a.owners.HTTP
-	hooks := &server.Hooks{}
-	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
-		if id, ok := a.owners.Forget(cs.SessionID()); ok && !a.cfg.KeepOnSessionEnd {
-			a.janitor.ReleaseAsync(id, "session ended")
-		}
+	sessions := serve.NewSessions(serve.SessionOptions{
+		Settings: a.httpSet, IdleTTL: a.f.sessionTTL, Log: a.log, ReleasesSandboxes: !a.cfg.KeepOnSessionEnd,
+		OnEnd: func(sessionID, reason string) {
+			if id, ok := a.owners.Forget(sessionID); ok && !a.cfg.KeepOnSessionEnd {
+				_, _ = a.janitor.Release(context.Background(), id, "session ended: "+reason)
+			}
+		},
 	})
-	s := tools.NewServer(a.deps, version(), server.WithHooks(hooks),
+	s := tools.NewServer(a.deps, version(), server.WithHooks(sessions.Hooks()),
+		server.WithToolHandlerMiddleware(sessions.Calls),
 		server.WithToolHandlerMiddleware(serve.LimitConcurrency(a.httpSet.MaxConcurrentCalls, serve.CallerKey)))
 	health := &serve.Health{Prober: a.claims, Namespace: a.cfg.ProbeNamespace, Log: a.log}
 	health.MarkReady()
-	err := serve.HTTP(ctx, s, serve.HTTPOptions{
-		Addr: a.f.httpAddr, Health: health, Log: a.log, SessionTTL: a.f.sessionTTL,
-		Settings: a.httpSet, Auth: a.authn,
+	return serve.HTTP(ctx, s, serve.HTTPOptions{
+		Addr: a.f.httpAddr, Health: health, Log: a.log, Settings: a.httpSet, Auth: a.authn, Sessions: sessions,
 	})
-	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	a.janitor.Wait(wctx)
-	return err
 }

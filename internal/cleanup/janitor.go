@@ -45,7 +45,6 @@ type Janitor struct {
 	mu     sync.Mutex
 	owners map[string]*ownerState
 	ended  []endedMark // in the order owners ended, for pruning
-	wg     sync.WaitGroup
 }
 
 type ownerState struct {
@@ -201,24 +200,4 @@ func (j *Janitor) pruneLocked() {
 		}
 	}
 	j.ended = j.ended[i:]
-}
-
-// ReleaseAsync runs Release in the background (hooks must not block the session sweeper);
-// Wait waits for every background release.
-func (j *Janitor) ReleaseAsync(owner, why string) {
-	j.wg.Add(1)
-	go func() {
-		defer j.wg.Done()
-		_, _ = j.Release(context.Background(), owner, why)
-	}()
-}
-
-// Wait blocks until background releases finish or ctx ends.
-func (j *Janitor) Wait(ctx context.Context) {
-	done := make(chan struct{})
-	go func() { j.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
 }

@@ -35,19 +35,39 @@ type env struct {
 	release chan struct{} // closing it lets every "block" call return
 	started chan string   // "block" sends its principal once running
 
+	sessions *Sessions
+	srv      *server.MCPServer
+	lingered chan struct{} // closed when a cancelled "linger" call has returned
+
 	mu           sync.Mutex
-	unregistered []string // session IDs whose unregister hook ran
+	unregistered []string          // session IDs whose unregister hook ran
+	ended        map[string]string // session ID -> reason, from OnEnd
 }
 
 type envOpts struct {
 	settings HTTPSettings
 	noAuth   bool
+	idleTTL  time.Duration // default a minute
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	e := &env{release: make(chan struct{}), started: make(chan string, 16)}
-	hooks := &server.Hooks{}
+	e := &env{release: make(chan struct{}), started: make(chan string, 16), ended: map[string]string{}, lingered: make(chan struct{})}
+	if o.idleTTL == 0 {
+		o.idleTTL = time.Minute
+	}
+	e.sessions = NewSessions(SessionOptions{Settings: o.settings, IdleTTL: o.idleTTL, Log: zerolog.Nop(), ReleasesSandboxes: true,
+		OnEnd: func(id, reason string) {
+			select {
+			case <-e.lingered:
+				reason += " (after the linger call returned)"
+			default:
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.ended[id] = reason
+		}})
+	hooks := e.sessions.Hooks()
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		e.mu.Lock()
 		e.unregistered = append(e.unregistered, s.SessionID())
@@ -55,6 +75,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	})
 	set := o.settings.withDefaults()
 	s := server.NewMCPServer("test", "1", server.WithToolCapabilities(false), server.WithHooks(hooks),
+		server.WithToolHandlerMiddleware(e.sessions.Calls),
 		server.WithToolHandlerMiddleware(LimitConcurrency(set.MaxConcurrentCalls, CallerKey)))
 	s.AddTool(mcp.NewTool("whoami"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		p, _ := auth.PrincipalFrom(ctx)
@@ -80,6 +101,14 @@ func newEnv(t *testing.T, o envOpts) *env {
 			return mcp.NewToolResultError("cancelled"), nil
 		}
 	})
+	// linger takes a while to stop once cancelled, like a create deleting its claim.
+	s.AddTool(mcp.NewTool("linger"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		e.started <- "linger"
+		<-ctx.Done()
+		time.Sleep(300 * time.Millisecond)
+		close(e.lingered)
+		return mcp.NewToolResultText("linger saw: " + ctx.Err().Error()), nil
+	})
 	s.AddTool(mcp.NewTool("sleep", mcp.WithNumber("ms")), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		select {
 		case <-time.After(time.Duration(req.GetFloat("ms", 0)) * time.Millisecond):
@@ -89,7 +118,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 		}
 	})
 
-	opts := HTTPOptions{Addr: "127.0.0.1:0", Log: zerolog.Nop(), Settings: o.settings, SessionTTL: time.Minute,
+	e.srv = s
+	opts := HTTPOptions{Addr: "127.0.0.1:0", Log: zerolog.Nop(), Settings: o.settings, Sessions: e.sessions,
 		Health: &Health{Prober: okProber{}, Namespace: "default", Log: zerolog.Nop()}}
 	opts.Health.MarkReady()
 	if !o.noAuth {

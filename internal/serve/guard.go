@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -38,32 +39,47 @@ func originAllowed(origin string, allowed []string) bool {
 	return slices.Contains(allowed, norm)
 }
 
-// bodyLimit reads a body up to max bytes and hands it on in memory (mcp-go reads it whole
-// anyway). Too large gives 413 rather than mcp-go's JSON-RPC parse error, which would not
-// tell the client what to change.
-func bodyLimit(max int64, next http.Handler) http.Handler {
-	tooLarge := map[string]string{"error": "request body too large: the limit is " + strconv.FormatInt(max, 10) + " bytes"}
+// bodyLimit reads a body up to the limit for the request and hands it on in memory (mcp-go
+// reads it whole anyway; bodyOf gives it to the layers in between without a copy). limit
+// returns the cap and a hint for the message. Too large gives 413 rather than mcp-go's
+// JSON-RPC parse error, which would not tell the client what to change.
+func bodyLimit(limit func(*http.Request) (int64, string), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
 			return
 		}
+		max, hint := limit(r)
+		tooLargeBody := map[string]string{"error": tooLarge(max, hint)}
 		if r.ContentLength > max {
-			writeJSON(w, http.StatusRequestEntityTooLarge, tooLarge)
+			writeJSON(w, http.StatusRequestEntityTooLarge, tooLargeBody)
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			writeJSON(w, http.StatusRequestEntityTooLarge, tooLarge)
+			writeJSON(w, http.StatusRequestEntityTooLarge, tooLargeBody)
 			return
 		case err != nil:
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "could not read the request body"})
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+func tooLarge(max int64, hint string) string {
+	return "request body too large: the limit is " + strconv.FormatInt(max, 10) + " bytes" + hint
+}
+
+type bodyKey struct{}
+
+// bodyOf is the body bodyLimit read; nil when there was none.
+func bodyOf(r *http.Request) []byte {
+	b, _ := r.Context().Value(bodyKey{}).([]byte)
+	return b
 }

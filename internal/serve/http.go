@@ -19,9 +19,11 @@ type HTTPOptions struct {
 	Addr        string
 	Health      *Health
 	Log         zerolog.Logger
-	SessionTTL  time.Duration // idle sessions are closed (and their cleanup hooks run) after this
 	ContextFunc server.HTTPContextFunc
 	Settings    HTTPSettings // zero fields take defaults
+	// Sessions own the MCP sessions; install its Hooks and Calls on the MCPServer. nil makes
+	// one with Settings' bounds and no idle expiry.
+	Sessions *Sessions
 	// Auth authenticates /mcp and serves the RFC 9728 metadata; nil serves without
 	// authentication (CheckExposure decides whether that is acceptable).
 	Auth *auth.Authenticator
@@ -29,31 +31,38 @@ type HTTPOptions struct {
 	Ready func(addr net.Addr)
 }
 
-// Handler is the HTTP surface: /mcp behind Origin check, authentication, session binding and
-// the body cap; /healthz, /readyz and the OAuth metadata unauthenticated.
+// Handler is the HTTP surface: /mcp behind Origin check, authentication, the body cap and
+// the session guard; /healthz, /readyz and the OAuth metadata unauthenticated.
 type Handler struct {
-	mux *http.ServeMux
-	mcp *server.StreamableHTTPServer
+	mux         *http.ServeMux
+	mcp         *server.StreamableHTTPServer
+	sessions    *Sessions
+	stopSweeper context.CancelFunc
 }
 
-// NewHandler assembles the routes; Shutdown must be called when done.
+// NewHandler assembles the routes and starts the session sweeper; Shutdown must be called.
 func NewHandler(s *server.MCPServer, o HTTPOptions) *Handler {
 	set := o.Settings.withDefaults()
-	sess := newSessions()
+	sess := o.Sessions
+	if sess == nil {
+		sess = NewSessions(SessionOptions{Settings: set, Log: o.Log})
+	}
+	// No WithSessionIdleTTL: mcp-go's sweeper counts a session with a call in flight as idle.
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManagerResolver(sess),
-	}
-	if o.SessionTTL > 0 {
-		opts = append(opts, server.WithSessionIdleTTL(o.SessionTTL))
 	}
 	// Not needed for the principal: mcp-go derives every handler's context from the
 	// request's, which the auth middleware has already enriched.
 	if o.ContextFunc != nil {
 		opts = append(opts, server.WithHTTPContextFunc(o.ContextFunc))
 	}
-	h := &Handler{mux: http.NewServeMux(), mcp: server.NewStreamableHTTPServer(s, opts...)}
-	var endpoint http.Handler = sess.guard(bodyLimit(set.MaxBodyBytes, cancelAck(h.mcp)))
+	h := &Handler{mux: http.NewServeMux(), mcp: server.NewStreamableHTTPServer(s, opts...), sessions: sess}
+	sess.attach(h.mcp)
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopSweeper = cancel
+	go sess.runSweeper(ctx)
+	var endpoint http.Handler = bodyLimit(sess.bodyCap(set.MaxBodyBytes), sess.guard(cancelAck(h.mcp)))
 	if o.Auth != nil {
 		endpoint = o.Auth.Middleware(endpoint)
 		o.Auth.Register(h.mux)
@@ -68,8 +77,13 @@ func NewHandler(s *server.MCPServer, o HTTPOptions) *Handler {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// Shutdown closes the MCP sessions, running their cleanup hooks.
-func (h *Handler) Shutdown(ctx context.Context) error { return h.mcp.Shutdown(ctx) }
+// Shutdown ends every MCP session (cancelling its calls) and refuses new ones; the sessions'
+// OnEnd run in the background (Sessions.Wait).
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.stopSweeper()
+	h.sessions.close()
+	return h.mcp.Shutdown(ctx)
+}
 
 // HTTP serves s at /mcp plus /healthz and /readyz until ctx ends, then shuts down gracefully.
 func HTTP(ctx context.Context, s *server.MCPServer, o HTTPOptions) error {
@@ -108,6 +122,10 @@ func HTTP(ctx context.Context, s *server.MCPServer, o HTTPOptions) error {
 	// Close MCP sessions first so their cleanup hooks run while the API is still reachable.
 	herr := h.Shutdown(sctx)
 	serr := srv.Shutdown(sctx)
+	// Each ended session's release gets its own budget, not what the drain above left.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+	defer wcancel()
+	h.sessions.Wait(wctx)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -3,94 +3,278 @@ package serve
 import (
 	"context"
 	"crypto/rand"
-	"errors"
-	"net/http"
 	"sync"
+	"time"
 
-	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth"
 )
 
-var errUnknownSession = errors.New("unknown session")
+// drainTimeout bounds how long an ended session waits for its cancelled calls to return
+// before OnEnd runs anyway (the janitor still catches a create that finishes later).
+const drainTimeout = 60 * time.Second
 
-// sessions binds each Mcp-Session-Id to the principal that created it. A session ID is then
-// no capability of its own: another principal presenting it gets 404, so it can neither
-// listen to the session's stream nor DELETE it (which would run the owner's cleanup).
-// It replaces mcp-go's InsecureStatefulSessionIdManager as the session ID manager.
-type sessions struct {
-	mu    sync.Mutex
-	owner map[string]string // session ID -> source-qualified principal ("" without authentication)
+// SessionOptions configure the MCP sessions of the HTTP transport.
+type SessionOptions struct {
+	Settings HTTPSettings // the session bounds; zero fields take defaults
+	// IdleTTL ends a session that sent nothing for this long while no call of it ran; 0 never.
+	IdleTTL time.Duration
+	Log     zerolog.Logger
+	// OnEnd runs once for every ended session, after the calls it had in flight returned:
+	// release what the session owned.
+	OnEnd func(sessionID, reason string)
+	// ReleasesSandboxes says whether OnEnd deletes the session's sandboxes, for the message
+	// a call of an ended session gets.
+	ReleasesSandboxes bool
 }
 
-func newSessions() *sessions { return &sessions{owner: map[string]string{}} }
+// Sessions owns the life of every MCP session over HTTP: the principal that opened it, the
+// bounds per principal and in total, the requests and tool calls running in it, and its end.
+// A session ends exactly once (client DELETE, expiry, shutdown); from then on it is never
+// valid or registered again, its running calls are cancelled and answer that the session
+// ended, and OnEnd runs once they have returned. It is mcp-go's SessionIdManager (a session
+// ID is then no capability of its own: another principal presenting it gets 404) and replaces
+// mcp-go's idle sweeper, which counts a session with a call in flight as idle.
+type Sessions struct {
+	set     HTTPSettings
+	idleTTL time.Duration
+	log     zerolog.Logger
+	onEnd   func(id, reason string)
+	release bool
+	now     func() time.Time
+
+	mu           sync.Mutex
+	live         map[string]*session
+	perPrincipal map[string]int // live sessions plus reservations, by principal
+	total        int
+	closed       bool
+	nextKey      uint64
+	endVia       func(id string) // ends a session through mcp-go, so its state there goes too
+	ending       sync.WaitGroup
+}
+
+type session struct {
+	id, principal     string
+	created, lastSeen time.Time
+	used              bool // made a call beyond the handshake
+	posts             int  // POSTs in flight
+	calls             map[uint64]context.CancelFunc
+	streams           map[uint64]context.CancelFunc // GET streams
+	ended             bool
+	reason            string
+	drained           chan struct{} // made at the end; closed once no call runs
+}
+
+// NewSessions returns an empty registry.
+func NewSessions(o SessionOptions) *Sessions {
+	return &Sessions{set: o.Settings.withDefaults(), idleTTL: o.IdleTTL, log: o.Log, onEnd: o.OnEnd,
+		release: o.ReleasesSandboxes, now: time.Now, live: map[string]*session{}, perPrincipal: map[string]int{}}
+}
 
 func principalOf(ctx context.Context) string {
 	p, _ := auth.PrincipalFrom(ctx)
 	return p.String()
 }
 
-// ResolveSessionIdManager implements server.SessionIdManagerResolver. mcp-go passes nil for
-// its own housekeeping (idle sweep, shutdown), which may end any session.
-func (s *sessions) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
-	if r == nil {
-		return sessionManager{s: s, any: true}
+// unusedTTL is when a session that made no call ends: the setting, never later than idleTTL.
+func (s *Sessions) unusedTTL() time.Duration {
+	if s.idleTTL > 0 && s.idleTTL < s.set.UnusedSessionTTL {
+		return s.idleTTL
 	}
-	return sessionManager{s: s, principal: principalOf(r.Context())}
+	return s.set.UnusedSessionTTL
 }
 
-func (s *sessions) belongsTo(id, principal string) bool {
+// reservation holds a place under the bounds for an initialize until it has its session.
+type reservation struct {
+	principal string
+	taken     bool // guarded by Sessions.mu
+}
+
+func (s *Sessions) reserve(principal string) (*reservation, *refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.owner[id]
-	return ok && p == principal
+	switch {
+	case s.closed:
+		return nil, refuseShutdown()
+	case s.perPrincipal[principal] >= s.set.MaxSessionsPerPrincipal:
+		return nil, s.refusePerPrincipal()
+	case s.total >= s.set.MaxSessions:
+		return nil, s.refuseTotal()
+	}
+	s.perPrincipal[principal]++
+	s.total++
+	return &reservation{principal: principal}, nil
 }
 
-// guard rejects GET and DELETE naming a session the caller does not own. mcp-go would
-// otherwise let a GET create a session under a client-chosen ID. POSTs are checked by
-// Validate (a POST initialize legitimately carries no or a stale ID).
-func (s *sessions) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(server.HeaderKeySessionID)
-		if id != "" && r.Method != http.MethodPost && !s.belongsTo(id, principalOf(r.Context())) {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": "session not found"})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// unreserve gives the place back unless a session took it.
+func (s *Sessions) unreserve(r *reservation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !r.taken {
+		r.taken = true
+		s.dropLocked(r.principal)
+	}
 }
 
-type sessionManager struct {
-	s         *sessions
-	principal string
-	any       bool
+func (s *Sessions) dropLocked(principal string) {
+	s.total--
+	if s.perPrincipal[principal]--; s.perPrincipal[principal] <= 0 {
+		delete(s.perPrincipal, principal)
+	}
 }
 
-func (m sessionManager) Generate() string {
+// open registers a new session ID for principal, in the place r reserved.
+func (s *Sessions) open(principal string, r *reservation) string {
 	id := "mcp-session-" + rand.Text()
-	m.s.mu.Lock()
-	m.s.owner[id] = m.principal
-	m.s.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r == nil || r.taken {
+		// Not reserved by the guard (mcp-go found an initialize it did not): count it all the same.
+		s.perPrincipal[principal]++
+		s.total++
+	}
+	if r != nil {
+		r.taken = true
+	}
+	now := s.now()
+	s.live[id] = &session{id: id, principal: principal, created: now, lastSeen: now,
+		calls: map[uint64]context.CancelFunc{}, streams: map[uint64]context.CancelFunc{}}
 	return id
 }
 
-func (m sessionManager) Validate(id string) (bool, error) {
-	if m.any || m.s.belongsTo(id, m.principal) {
-		return false, nil
-	}
-	return false, errUnknownSession
+func (s *Sessions) belongsTo(id, principal string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.live[id]
+	return ok && e.principal == principal
 }
 
-func (m sessionManager) Terminate(id string) (bool, error) {
-	m.s.mu.Lock()
-	defer m.s.mu.Unlock()
-	p, ok := m.s.owner[id]
-	if !ok {
-		return false, nil
+func (s *Sessions) isLive(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live[id] != nil
+}
+
+// enter records a POST of principal in session id (used: it is more than the handshake);
+// leave records its end. It reports false when id is not principal's live session.
+func (s *Sessions) enter(id, principal string, used bool) (leave func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.live[id]
+	if e == nil || e.principal != principal {
+		return nil, false
 	}
-	if !m.any && p != m.principal {
-		return true, nil
+	e.posts++
+	e.lastSeen = s.now()
+	e.used = e.used || used
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		e.posts--
+		e.lastSeen = s.now()
+	}, true
+}
+
+// stream records a GET stream of principal in session id; the session's end cancels it.
+func (s *Sessions) stream(ctx context.Context, id, principal string) (context.Context, func(), bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.live[id]
+	if e == nil || e.principal != principal {
+		return ctx, nil, false
 	}
-	delete(m.s.owner, id)
-	return false, nil
+	e.lastSeen = s.now()
+	ctx, cancel := context.WithCancel(ctx)
+	s.nextKey++
+	k := s.nextKey
+	e.streams[k] = cancel
+	return ctx, func() {
+		cancel()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(e.streams, k)
+	}, true
+}
+
+// beginCall records a tool call in session id and returns its context, which the session's
+// end cancels; done reports whether the session ended meanwhile, and why. ok is false when
+// the session has ended already.
+func (s *Sessions) beginCall(ctx context.Context, id string) (_ context.Context, done func() (reason string, ended bool), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.live[id]
+	if e == nil {
+		return ctx, nil, false
+	}
+	e.used = true
+	ctx, cancel := context.WithCancel(ctx)
+	s.nextKey++
+	k := s.nextKey
+	e.calls[k] = cancel
+	return ctx, func() (string, bool) {
+		cancel()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(e.calls, k)
+		e.lastSeen = s.now()
+		if e.ended && len(e.calls) == 0 {
+			close(e.drained)
+		}
+		return e.reason, e.ended
+	}, true
+}
+
+// endLocked ends e: no longer valid, its calls and streams cancelled, OnEnd once they are done.
+func (s *Sessions) endLocked(e *session, reason string) {
+	delete(s.live, e.id)
+	s.dropLocked(e.principal)
+	e.ended, e.reason = true, reason
+	for _, cancel := range e.calls {
+		cancel()
+	}
+	for _, cancel := range e.streams {
+		cancel()
+	}
+	e.drained = make(chan struct{})
+	if len(e.calls) == 0 {
+		close(e.drained)
+	}
+	s.ending.Add(1)
+	go s.finish(e)
+}
+
+func (s *Sessions) finish(e *session) {
+	defer s.ending.Done()
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-e.drained:
+	case <-t.C:
+		s.log.Warn().Str("session", e.id).Msg("calls of an ended session still run after the drain timeout; releasing anyway")
+	}
+	s.log.Info().Str("session", e.id).Str("reason", e.reason).Msg("MCP session ended")
+	if s.onEnd != nil {
+		s.onEnd(e.id, e.reason)
+	}
+}
+
+// Wait blocks until every ended session's OnEnd has returned, or ctx ends.
+func (s *Sessions) Wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { s.ending.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// close refuses new sessions and ends every live one (the server is shutting down).
+func (s *Sessions) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, e := range s.live {
+		s.endLocked(e, reasonShutdown)
+	}
 }
