@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # One command to try the server on one machine: builds the local agent-sandbox stack (cached),
 # brings it up, builds the server and serves it over HTTP on loopback, connected to the stack.
-# Usage: hack/dev.sh [CONNECTION_TYPE]   (sandboxd-in-cluster (default), gateway, direct, in-cluster)
+# Usage: [MCP_ADDR=host:port] hack/dev.sh [CONNECTION_TYPE]
+#   CONNECTION_TYPE: sandboxd-in-cluster (default), gateway, direct, in-cluster
+#   MCP_ADDR: where to serve (default 127.0.0.1:8000)
 # Stop with Ctrl-C; `hack/localstack/stack.sh down` stops the stack.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 type=${1:-sandboxd-in-cluster}
-addr=${K8S_SANDBOX_MCP_ADDR:-127.0.0.1:8000}
+# Not a K8S_SANDBOX_ name: the server warns about every K8S_SANDBOX_* variable it does not know.
+addr=${MCP_ADDR:-127.0.0.1:8000}
 hack/deps.sh
 hack/localstack/stack.sh up >&2
-go build -o bin/k8s-sandbox-mcp .
+# The static binary, built as install.sh and deploy/Dockerfile build it.
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/k8s-sandbox-mcp .
 . hack/localstack/versions.sh
 export KUBECONFIG=$LOCALSTACK_CACHE/run/kubeconfig K8S_SANDBOX_DNS_SERVER=127.0.0.1:10053
 export K8S_SANDBOX_CONNECTION__TYPE=$type
@@ -22,14 +26,23 @@ case $type in
   sandboxd-in-cluster) export K8S_SANDBOX_CONNECTION__MODE=in-cluster-pod-ip; pool=sandboxd-pool ;;
   *) echo "unknown connection type $type" >&2; exit 2 ;;
 esac
+# hack/deps.sh installs the Inspector CLI with its own Node 22 under the cache, not on PATH:
+# the hint runs it from there, with that Node first on PATH.
+inspector="(not installed: hack/deps.sh installs it when npm is available)"
+inspector_bin=$(ls -d "$LOCALSTACK_CACHE"/npm/inspector-*/node_modules/.bin 2>/dev/null | sort -V | tail -n 1)
+if [ -n "$inspector_bin" ]; then
+  inspector="PATH=\"$inspector_bin:\$PATH\" mcp-inspector --cli http://$addr/mcp --transport http --method tools/list"
+fi
 cat >&2 <<MSG
 
 k8s-sandbox-mcp ($type) at http://$addr/mcp  — warm pool "$pool" in namespace "default".
   Claude Code:  claude mcp add --transport http k8s-sandbox http://$addr/mcp
-  Inspector:    mcp-inspector --cli http://$addr/mcp --method tools/list
+  Inspector:    $inspector
   stdio (Claude Desktop "mcpServers" entry):
     {"k8s-sandbox": {"command": "$root/bin/k8s-sandbox-mcp",
       "args": ["--kubeconfig", "$KUBECONFIG"],
       "env": {"K8S_SANDBOX_CONNECTION__TYPE": "$type"$(env | grep -E '^K8S_SANDBOX_(CONNECTION__[A-Z_]+|DNS_SERVER)=' | grep -v __TYPE= | sed -E 's/^([^=]+)=(.*)$/, "\1": "\2"/' | tr -d '\n')}}}
 MSG
+# The stack scripts' own settings are not the server's (it would warn that they are unknown).
+unset K8S_SANDBOX_MCP_CACHE K8S_SANDBOX_MCP_ADDR
 exec bin/k8s-sandbox-mcp --http "$addr" --kubeconfig "$KUBECONFIG"
