@@ -26,7 +26,7 @@ var errBodyTooLarge = errors.New("response body exceeds its size limit")
 // status means, keeping the server's own message (runtime {"message"}, router {"detail"},
 // sandboxd {"code","message"}) so the caller can show it.
 func statusError(op string, resp *http.Response) error {
-	msg := errorMessage(resp)
+	msg := scrubPaths(errorMessage(resp))
 	code := resp.StatusCode
 	var sentinel error
 	switch {

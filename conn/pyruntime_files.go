@@ -141,7 +141,7 @@ func (p *pyConn) List(ctx context.Context, t Target, dir string, maxEntries int)
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
 		// "Path is not a directory" covers missing paths and files alike.
-		msg := errorMessage(resp)
+		msg := scrubPaths(errorMessage(resp))
 		if ok, err := p.Exists(ctx, t, dir); err == nil && ok {
 			return Listing{}, fmt.Errorf("%s: %w (HTTP 404: %s)", op, ErrNotDir, msg)
 		}
