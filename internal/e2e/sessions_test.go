@@ -193,7 +193,8 @@ func TestSessionDeleteRaceLeavesNoClaims(t *testing.T) {
 // per-principal bound (without authentication everyone is one principal).
 func TestSessionFloodStaysBounded(t *testing.T) {
 	t.Parallel()
-	cmd, base := startServer(t, connections()[4].env)
+	// Unused sessions must outlast the flood, or expiring ones would free places mid-count.
+	cmd, base := startServer(t, append(connections()[4].env, "K8S_SANDBOX_HTTP__UNUSED_SESSION_TTL=600"))
 	pid := cmd.Process.Pid
 	newMCPSession(base).open(t) // a legitimate client, before the flood
 	rss0 := serverRSSKB(t, pid)
@@ -210,7 +211,7 @@ func TestSessionFloodStaysBounded(t *testing.T) {
 
 	perPrincipal := `{"error":{"code":-32000,"message":"too many open MCP sessions for this principal: the limit is 64 ` +
 		`(K8S_SANDBOX_HTTP__MAX_SESSIONS_PER_PRINCIPAL). End sessions you no longer use (HTTP DELETE with their Mcp-Session-Id) ` +
-		`or wait until one expires (a session that makes no call ends 1m0s after initialize, an idle one after 30m0s), then retry."},"id":1,"jsonrpc":"2.0"}`
+		`or wait until one expires (a session that makes no call ends 10m0s after initialize, an idle one after 30m0s), then retry."},"id":1,"jsonrpc":"2.0"}`
 	codes = floodRequests(t, 20000, 16, func() (int, string) {
 		return newMCPSession(base).send(t, http.MethodPost, strings.NewReader(initializeBody("flood")))
 	}, map[int]string{http.StatusTooManyRequests: perPrincipal, http.StatusOK: ""})
