@@ -77,7 +77,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		Claims: a.claims, Conn: a.conn, DefaultNamespace: defaultNS, Log: a.log,
 		MaxDownloadBytes: a.cfg.Connection.MaxDownloadBytes, AllowedNamespaces: a.cfg.AllowedNamespaces,
 		MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
-		RequireShutdown: !a.cfg.AllowNoShutdown, Tracker: a.janitor,
+		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor,
 	}
 	return a, nil
 }
@@ -152,6 +152,7 @@ func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer)
 // calls it had running have returned.
 func (a *app) serveHTTP(ctx context.Context) error {
 	a.deps.Owner = a.owners.HTTP
+	a.deps.Principal = a.owners.HTTPPrincipal
 	sessions := serve.NewSessions(serve.SessionOptions{
 		Settings: a.httpSet, IdleTTL: a.f.sessionTTL, Log: a.log, ReleasesSandboxes: !a.cfg.KeepOnSessionEnd,
 		OnEnd: func(sessionID, reason string) {

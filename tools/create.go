@@ -125,7 +125,7 @@ func (d Deps) shutdownProp() prop {
 	p := prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(), "default": defaultShutdownAfter,
 		"description": fmt.Sprintf("Delete the sandbox automatically after this many seconds (1-%d, default %d).",
 			d.maxShutdownAfter(), defaultShutdownAfter)}
-	if !d.RequireShutdown {
+	if d.AllowNoShutdown {
 		p["type"] = []string{"integer", "null"}
 		p["description"] = p["description"].(string) + " null disables the timeout."
 	}

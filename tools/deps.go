@@ -33,10 +33,10 @@ type Deps struct {
 	Log              zerolog.Logger
 	// HeartbeatEvery paces execute_command progress notifications; 0 means 2 s.
 	HeartbeatEvery time.Duration
-	// MaxShutdownAfter caps shutdown_after_seconds; 0 means no cap. RequireShutdown refuses
-	// null (a sandbox without a TTL), which the spec otherwise allows.
+	// MaxShutdownAfter caps shutdown_after_seconds; 0 means no cap. AllowNoShutdown accepts
+	// null (a sandbox without a TTL, which the spec allows) only when an operator said so.
 	MaxShutdownAfter time.Duration
-	RequireShutdown  bool
+	AllowNoShutdown  bool
 	// MaxDownloadBytes bounds download_file; 0 means conn.DefaultMaxDownloadBytes.
 	MaxDownloadBytes int64
 	// AllowedNamespaces, when not empty, is the only namespaces tools may use.

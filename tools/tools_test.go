@@ -237,7 +237,7 @@ func TestCreateShutdownArgument(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t)
+			h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.AllowNoShutdown = true })
 			res := h.call(t, "create_sandbox", tt.args)
 			if res.IsError {
 				t.Fatal(text(res))
@@ -267,5 +267,19 @@ func decode(t *testing.T, v any, into any) {
 	}
 	if err := json.Unmarshal(b, into); err != nil {
 		t.Fatalf("%s: %v", b, err)
+	}
+}
+
+// TestNullShutdownOnlyWhenAllowed: by default a sandbox always has a TTL, and the schema the
+// model reads says so.
+func TestNullShutdownOnlyWhenAllowed(t *testing.T) {
+	h := newHarness(t)
+	res := h.call(t, "create_sandbox", map[string]any{"warmpool": "p", "shutdown_after_seconds": nil})
+	want := "shutdown_after_seconds must be an integer, got null. Delete the sandbox automatically after this many seconds (1-31536000, default 300)."
+	if text(res) != want {
+		t.Errorf("null TTL:\n got: %s\nwant: %s", text(res), want)
+	}
+	if len(h.claims.created) != 0 {
+		t.Error("a claim was created")
 	}
 }
