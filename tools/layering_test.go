@@ -34,9 +34,9 @@ func TestLayering(t *testing.T) {
 		{"internal/owner", []string{"internal/auth"}, []string{mcpgo}},
 		{"internal/serve", []string{"internal/auth", "internal/auth/authtest"}, []string{mcpgo}},
 		{"internal/localstack", nil, nil},
-		// A test OIDC issuer, and the principal and owner label functions, to find what a
+		// A test OIDC issuer, and the principal and owner label functions and label keys, to find what a
 		// principal owns.
-		{"internal/e2e", []string{"internal/localstack", "internal/auth", "internal/auth/authtest", "internal/owner"}, []string{gosdk}},
+		{"internal/e2e", []string{"internal/localstack", "internal/auth", "internal/auth/authtest", "internal/owner", "kube"}, []string{gosdk}},
 	}
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))
