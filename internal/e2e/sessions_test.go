@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,26 +123,6 @@ func claimsIn(t *testing.T, ns string) []string {
 	return out
 }
 
-// serverRSSKB reads VmRSS of the server process.
-func serverRSSKB(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			if err != nil {
-				t.Fatalf("VmRSS %q: %v", v, err)
-			}
-			return n
-		}
-	}
-	t.Fatal("no VmRSS in /proc/PID/status")
-	return 0
-}
-
 // TestSessionDeleteRaceLeavesNoClaims is issue 14 finding 2: DELETE the session 0-6 ms after
 // posting create_sandbox left 23 of 40 claims labelled with the dead session. Now no claim
 // survives, and the create never answers success.
@@ -197,14 +176,14 @@ func TestSessionFloodStaysBounded(t *testing.T) {
 	cmd, base := startServer(t, append(connections()[4].env, "K8S_SANDBOX_HTTP__UNUSED_SESSION_TTL=600"))
 	pid := cmd.Process.Pid
 	newMCPSession(base).open(t) // a legitimate client, before the flood
-	rss0 := serverRSSKB(t, pid)
+	rss0 := rssKB(t, pid)
 
 	bigName := strings.Repeat("x", 4<<20)
 	tooLarge := `{"error":"request body too large: the limit is 32768 bytes for initialize (send a shorter clientInfo)"}`
 	codes := floodRequests(t, 100, 8, func() (int, string) {
 		return newMCPSession(base).send(t, http.MethodPost, strings.NewReader(initializeBody(bigName)))
 	}, map[int]string{http.StatusRequestEntityTooLarge: tooLarge})
-	rss1 := serverRSSKB(t, pid)
+	rss1 := rssKB(t, pid)
 	if codes[http.StatusRequestEntityTooLarge] != 100 {
 		t.Errorf("4 MB initialize requests: %v, want all 413", codes)
 	}
@@ -215,7 +194,7 @@ func TestSessionFloodStaysBounded(t *testing.T) {
 	codes = floodRequests(t, 20000, 16, func() (int, string) {
 		return newMCPSession(base).send(t, http.MethodPost, strings.NewReader(initializeBody("flood")))
 	}, map[int]string{http.StatusTooManyRequests: perPrincipal, http.StatusOK: ""})
-	rss2 := serverRSSKB(t, pid)
+	rss2 := rssKB(t, pid)
 	t.Logf("server RSS: %d MB at start, %d MB after 100 × 4 MB initialize, %d MB after 20,000 initialize (%v)",
 		rss0/1024, rss1/1024, rss2/1024, codes)
 	if codes[http.StatusOK] != 63 || codes[http.StatusTooManyRequests] != 20000-63 {
