@@ -6,35 +6,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.sh
 . "$here/versions.sh"
 
-build() { # build <module dir> <out dir> <ldflags> <pkg=name>...
-  local mod=$1 out=$2 ldflags=$3; shift 3
-  local todo=() names=()
-  for spec in "$@"; do
-    local pkg=${spec%%=*} name=${spec##*=}
-    [ -x "$out/$name" ] && continue
-    todo+=("$pkg"); names+=("$name")
-  done
-  [ ${#todo[@]} -eq 0 ] && return 0
-  mkdir -p "$out"
-  local tmp; tmp=$(mktemp -d "$out/.build.XXXXXX")
-  echo "localstack: building ${names[*]} (cold: up to ~20 min on 2 cores)" >&2
-  local start=$SECONDS
-  for i in "${!todo[@]}"; do
-    (cd "$mod" && go build -trimpath -ldflags "$ldflags" -o "$tmp/${names[$i]}" "${todo[$i]}")
-    mv "$tmp/${names[$i]}" "$out/${names[$i]}"
-    echo "localstack: built ${names[$i]} ($((SECONDS - start))s)" >&2
-  done
-  rmdir "$tmp" 2>/dev/null || true
-}
+# shellcheck source=buildlib.sh
+. "$here/buildlib.sh"
 
-kv=$KUBE_VERSION
-kldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  kldflags+=" -X $p.gitVersion=$kv -X $p.gitMajor=${kv#v} -X $p.gitMinor=$(echo "$kv" | cut -d. -f2) -X $p.gitTreeState=clean"
-done
-kldflags=$(echo "$kldflags" | sed -E "s/gitMajor=([0-9]+)\.[^ ]*/gitMajor=\1/")
-
-build "$here/build/kube" "$KUBE_BIN" "$kldflags" \
+build "$here/build/kube" "$KUBE_BIN" "$(kube_ldflags)" \
   go.etcd.io/etcd/server/v3=etcd \
   k8s.io/kubernetes/cmd/kubectl=kubectl \
   k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver \
