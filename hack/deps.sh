@@ -2,21 +2,33 @@
 # Installs what the tests need on a fresh Debian machine with Go: Debian packages for the
 # python runtime and the stack, and a pinned Node 22 + MCP Inspector CLI under the cache.
 # Idempotent and quiet when everything is there.
+# `deps.sh node` installs only what the real node runs with (hack/localstack/build-node.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/localstack/versions.sh"
 
-pkgs=(python3 python3-fastapi python3-uvicorn python3-multipart openssl util-linux procps)
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+# apt_missing <package>... installs the packages that are not installed yet.
+apt_missing() {
+  local p missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "deps: installing ${missing[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+if [ "${1:-}" = node ]; then
+  # The node's runtime (runc), pod networking (CNI bridge, host-local, loopback plugins under
+  # /usr/lib/cni; ip for the stack's network namespace; nsenter) and kube-proxy's rules.
+  apt_missing runc containernetworking-plugins iproute2 util-linux mount iptables nftables
+  exit 0
 fi
+
+apt_missing python3 python3-fastapi python3-uvicorn python3-multipart openssl util-linux procps
 
 # The Inspector CLI needs Node >= 22.19; the machine's Node may be older, so take Node 22
 # from the npm registry too. Pinned versions, installed once per cache.
