@@ -189,9 +189,9 @@ func check(args []string) error {
 				return err
 			}
 		}
-		f, ok := a.Files[p]
-		if !ok {
-			return fmt.Errorf("%s: %s is missing", file, p)
+		f, _, err := a.Lookup(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
 		}
 		if hasOwner && (f.UID != ow.UID || f.GID != ow.GID) {
 			return fmt.Errorf("%s: %s is owned by %d:%d, want %d:%d", file, p, f.UID, f.GID, ow.UID, ow.GID)

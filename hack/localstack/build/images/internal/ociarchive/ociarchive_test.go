@@ -222,3 +222,39 @@ func TestTag(t *testing.T) {
 		}
 	}
 }
+
+func TestLookup(t *testing.T) {
+	dash := &File{Type: tar.TypeReg, Mode: 0o755}
+	a := &Archive{Files: map[string]*File{
+		"/bin":               {Type: tar.TypeSymlink, Linkname: "usr/bin"},
+		"/usr":               {Type: tar.TypeDir},
+		"/usr/bin":           {Type: tar.TypeDir},
+		"/usr/bin/dash":      dash,
+		"/usr/bin/sh":        {Type: tar.TypeSymlink, Linkname: "dash"},
+		"/etc":               {Type: tar.TypeDir},
+		"/etc/alternatives":  {Type: tar.TypeSymlink, Linkname: "/usr/bin/../bin/sh"},
+		"/etc/loop":          {Type: tar.TypeSymlink, Linkname: "loop2"},
+		"/etc/loop2":         {Type: tar.TypeSymlink, Linkname: "loop"},
+		"/etc/dangling":      {Type: tar.TypeSymlink, Linkname: "nowhere"},
+		"/usr/bin/python3.0": {Type: tar.TypeReg},
+	}}
+	for _, tc := range []struct{ path, resolved, err string }{
+		{path: "/bin/sh", resolved: "/usr/bin/dash"},
+		{path: "/usr/bin/dash", resolved: "/usr/bin/dash"},
+		{path: "/etc/alternatives", resolved: "/usr/bin/dash"},
+		{path: "/bin/bash", err: "/bin/bash is missing (no /usr/bin/bash)"},
+		{path: "/etc/dangling", err: "/etc/dangling is missing (no /etc/nowhere)"},
+		{path: "/etc/loop", err: "/etc/loop: too many levels of symbolic links"},
+	} {
+		f, resolved, err := a.Lookup(tc.path)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("Lookup(%q) error = %v, want %q", tc.path, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || resolved != tc.resolved || f != dash {
+			t.Errorf("Lookup(%q) = %v, %q, %v; want the dash entry at %q", tc.path, f, resolved, err, tc.resolved)
+		}
+	}
+}

@@ -162,3 +162,44 @@ func untar(p, dir string) error {
 		}
 	}
 }
+
+// Lookup finds p in the flattened filesystem, following symbolic links (of the directories on
+// the way and of p itself) as the kernel would inside the container: "/bin/bash" is found
+// when /bin links to usr/bin. p itself is cleaned lexically first. It returns the file and
+// the path it resolved to.
+func (a *Archive) Lookup(p string) (*File, string, error) {
+	const maxLinks = 40 // the kernel's own limit
+	links := 0
+	rest := strings.Split(strings.Trim(path.Clean("/"+p), "/"), "/")
+	cur := "/"
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		if c == "" || c == "." {
+			continue
+		}
+		next := path.Join(cur, c)
+		f, ok := a.Files[next]
+		if !ok {
+			return nil, "", fmt.Errorf("%s is missing (no %s)", p, next)
+		}
+		if f.Type != tar.TypeSymlink {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return nil, "", fmt.Errorf("%s: too many levels of symbolic links", p)
+		}
+		base := cur
+		if path.IsAbs(f.Linkname) {
+			base = "/"
+		}
+		target := strings.Split(strings.Trim(path.Clean(path.Join(base, f.Linkname)), "/"), "/")
+		rest = append(target, rest...)
+		cur = "/"
+	}
+	if cur == "/" {
+		return &File{Type: tar.TypeDir, Mode: 0o755}, cur, nil
+	}
+	return a.Files[cur], cur, nil
+}
