@@ -2,10 +2,11 @@
 # Benchmarks the server against the raw path to the same sandboxes and writes BENCHMARKS.md:
 # installs what the local stack needs, brings the stack up (reusing a running one), builds the
 # server and the bench tools, and runs bench/cmd/sandbox-bench. Needs root (the stack runs
-# sandboxes under their own uids). About 2-3 minutes on 2 cores with the defaults and a warm
-# stack (a cold stack build adds about 10 minutes once).
+# sandboxes under their own uids). About 3-4 minutes per run on 2 cores with the defaults and a
+# warm stack (a cold stack build adds about 10 minutes once).
 #
 #   hack/bench.sh                       all six items, default iteration counts
+#   hack/bench.sh -runs 3               all items three times: run-to-run min / median / max
 #   hack/bench.sh -items 1,5            some items only
 #   hack/bench.sh -small-runs 500 ...   any sandbox-bench flag (sandbox-bench -h lists them)
 #

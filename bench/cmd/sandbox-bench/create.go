@@ -153,7 +153,8 @@ func (b *bench) createLatency(ctx context.Context) (*section, error) {
 		rows:   [][]string{{fmtNum(gap.median(), "ms"), fmtNum(gap.p99(), "ms"), fmtNum(gap.quantile(1), "ms"), fmt.Sprint(len(gap))}}})
 	t := target{goal: "create_sandbox returns within 50 ms of the Ready event",
 		measured: fmt.Sprintf("gap median %s, p99 %s", fmtNum(gap.median(), "ms"), fmtNum(gap.p99(), "ms")),
-		met:      gap.p99() <= ms(readyGap)} // "within 50 ms" is read as: every call, not the typical one
+		met:      gap.p99() <= ms(readyGap), // "within 50 ms" is read as: every call, not the typical one
+		figures:  []figure{{name: "gap median", value: gap.median(), unit: "ms"}, {name: "gap p99", value: gap.p99(), unit: "ms"}}}
 	if !t.met {
 		late := 0
 		for _, g := range gap {

@@ -173,7 +173,9 @@ func largeTarget(rt string, results []*largeResult) target {
 	t := target{goal: goal,
 		measured: fmt.Sprintf("peak RSS min / median / max %s (anonymous part at most %s) over %s outputs, %d calls in %d server processes",
 			minMedMax(all), fmtNum(mib(anons.quantile(1)), "MiB"), strings.Join(sizes, ", "), calls, procs),
-		met: all.quantile(1) < rssTarget}
+		met: all.quantile(1) < rssTarget,
+		figures: []figure{{name: "peak RSS max", value: mib(all.quantile(1)), unit: "MiB"},
+			{name: "peak anonymous max", value: mib(anons.quantile(1)), unit: "MiB"}}}
 	if t.met {
 		return t
 	}

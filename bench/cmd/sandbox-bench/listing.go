@@ -101,7 +101,8 @@ func (b *bench) listLarge(ctx context.Context) (*section, error) {
 	t := target{goal: "list memory independent of directory size",
 		measured: fmt.Sprintf("peak anonymous RSS %s at %d entries, %s at %d", fmtNum(mib(small), "MiB"), first,
 			fmtNum(mib(large), "MiB"), last),
-		met: large-small <= slack}
+		met:     large-small <= slack,
+		figures: []figure{{name: "peak anonymous growth", value: mib(large - small), unit: "MiB"}}}
 	if !t.met {
 		t.why = fmt.Sprintf("The peak grows by %s from %d to %d entries although only %d entries are kept: while it "+
 			"decodes sandboxd's JSON entry by entry (conn.decodeSandboxdListing), each entry is garbage at once, and the "+

@@ -37,6 +37,7 @@ type config struct {
 	listRuns     int
 	listFiles    []int
 	poolReplicas int
+	runs         int
 }
 
 func parseFlags(args []string) (config, error) {
@@ -62,11 +63,12 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.listRuns, "list-runs", 7, "item 6: listings per side and directory")
 	listFiles := fs.String("list-files", "1000,100000", "item 6: directory sizes")
 	replicas := fs.Int("pool-replicas", 2, "warm sandboxes per pool in the bench namespace")
+	fs.IntVar(&c.runs, "runs", 1, "run the selected items this many times; the report compares the runs and details the last")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.bigServers < 1 || c.bigRuns < 1 {
-		return c, fmt.Errorf("-big-servers and -big-runs must be at least 1")
+	if c.bigServers < 1 || c.bigRuns < 1 || c.runs < 1 {
+		return c, fmt.Errorf("-big-servers, -big-runs and -runs must be at least 1")
 	}
 	c.poolReplicas = *replicas
 	c.items = map[string]bool{}
@@ -163,23 +165,28 @@ func run(ctx context.Context, cfg config) error {
 		{"1", b.smallCommands}, {"2", b.largeOutput}, {"3", b.createLatency},
 		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge},
 	}
-	for _, it := range items {
-		if !cfg.items[it.id] {
-			continue
+	for run := 1; run <= cfg.runs; run++ {
+		var sections []*section
+		for _, it := range items {
+			if !cfg.items[it.id] {
+				continue
+			}
+			logf("run %d of %d, item %s", run, cfg.runs, it.id)
+			s, err := it.run(ctx)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				logf("item %s failed: %v", it.id, err)
+				r.failures = append(r.failures, fmt.Sprintf("run %d, item %s: %v", run, it.id, err))
+			}
+			if s != nil {
+				sections = append(sections, s)
+			}
 		}
-		logf("item %s", it.id)
-		s, err := it.run(ctx)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			logf("item %s failed: %v", it.id, err)
-			r.failures = append(r.failures, fmt.Sprintf("item %s: %v", it.id, err))
-		}
-		if s != nil {
-			r.sections = append(r.sections, s)
-		}
+		r.runs = append(r.runs, sections)
 	}
+	r.sections = r.runs[len(r.runs)-1]
 	r.finished, r.machine.loadEnd = time.Now(), loadAvg()
 	if a, err := os.ReadFile(cfg.analysis); err == nil {
 		r.analysis = string(a)

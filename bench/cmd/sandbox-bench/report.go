@@ -14,7 +14,8 @@ type report struct {
 	server            string // the tree the server was built from
 	binary            string // the server binary and how it is linked
 	started, finished time.Time
-	sections          []*section
+	sections          []*section   // the last run's, shown in detail
+	runs              [][]*section // every run's, for the run-to-run table
 	failures          []string
 	analysis          string // hand-written profiling notes, included verbatim
 }
@@ -38,7 +39,22 @@ type target struct {
 	goal     string
 	measured string
 	met      bool
-	why      string // for a missed target: where the time or memory goes
+	why      string   // for a missed target: where the time or memory goes
+	figures  []figure // the numbers that decide it, compared run to run
+}
+
+// figure is one number behind a target, e.g. the median ratio back to back.
+type figure struct {
+	name  string
+	value float64
+	unit  string // "" for a ratio
+}
+
+func (f figure) String() string {
+	if f.unit == "" {
+		return fmtRatio(f.value)
+	}
+	return fmtNum(f.value, f.unit)
 }
 
 func (s *section) comparisons(caption string, cs ...comparison) {
@@ -68,14 +84,35 @@ func (r *report) write(w io.Writer) error {
 	for _, kv := range r.machine.rows() {
 		p("- %s: %s\n", kv[0], kv[1])
 	}
-	p("\n## Targets\n\n| # | target | measured | met |\n|---|---|---|---|\n")
+	n := len(r.runs)
+	if n > 1 {
+		p("\n## Targets\n\nThe items ran %d times in a row; \"measured\" is the last run, \"met\" counts the runs.\n\n", n)
+		p("| # | target | measured (last run) | met |\n|---|---|---|---|\n")
+	} else {
+		p("\n## Targets\n\n| # | target | measured | met |\n|---|---|---|---|\n")
+	}
 	for _, s := range r.sections {
 		for _, t := range s.targets {
 			met := "**missed**"
 			if t.met {
 				met = "met"
 			}
-			p("| %s | %s | %s | %s |\n", strings.SplitN(s.title, ".", 2)[0], t.goal, t.measured, met)
+			if n > 1 {
+				k := r.metIn(t.goal)
+				met = fmt.Sprintf("met in %d of %d runs", k, n)
+				if k < n {
+					met = "**missed** (" + met + ")"
+				}
+			}
+			p("| %s | %s | %s | %s |\n", itemID(s), t.goal, t.measured, met)
+		}
+	}
+	if n > 1 {
+		p("\n## Run to run\n\nThe figures behind each target in every run (each run has its own baselines), then their " +
+			"min / median / max over the runs. The sections below detail the last run.\n\n")
+		p("| # | figure | %s | min / median / max |\n|%s\n", runHeader(n), strings.Repeat("---|", n+3))
+		for _, row := range r.runToRun() {
+			p("| %s |\n", strings.Join(row, " | "))
 		}
 	}
 	if len(r.failures) > 0 {
@@ -115,4 +152,65 @@ func (r *report) write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func itemID(s *section) string { return strings.SplitN(s.title, ".", 2)[0] }
+
+func runHeader(n int) string {
+	var h []string
+	for i := 1; i <= n; i++ {
+		h = append(h, fmt.Sprintf("run %d", i))
+	}
+	return strings.Join(h, " | ")
+}
+
+// targetRuns returns the target with this goal in every run (nil where it was not measured).
+func (r *report) targetRuns(goal string) []*target {
+	out := make([]*target, len(r.runs))
+	for i, sections := range r.runs {
+		for _, s := range sections {
+			for j := range s.targets {
+				if s.targets[j].goal == goal {
+					out[i] = &s.targets[j]
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (r *report) metIn(goal string) int {
+	k := 0
+	for _, t := range r.targetRuns(goal) {
+		if t != nil && t.met {
+			k++
+		}
+	}
+	return k
+}
+
+// runToRun is one row per figure of every target of the last run: its value in each run,
+// then min / median / max.
+func (r *report) runToRun() [][]string {
+	var rows [][]string
+	for _, s := range r.sections {
+		for _, t := range s.targets {
+			runs := r.targetRuns(t.goal)
+			for i, f := range t.figures {
+				row := []string{itemID(s), t.goal + ": " + f.name}
+				var vals series
+				for _, rt := range runs {
+					if rt == nil || i >= len(rt.figures) {
+						row = append(row, "-")
+						continue
+					}
+					row = append(row, rt.figures[i].String())
+					vals = append(vals, rt.figures[i].value)
+				}
+				at := func(q float64) string { return figure{value: vals.quantile(q), unit: f.unit}.String() }
+				rows = append(rows, append(row, at(0)+" / "+at(0.5)+" / "+at(1)))
+			}
+		}
+	}
+	return rows
 }
