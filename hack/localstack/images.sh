@@ -339,6 +339,8 @@ DEBS=$IMAGES_DIR/debs
 mkdir -p "$DEBS"
 exec 8>"$IMAGES_DIR/.lock"
 flock 8
+# What a run killed midway left behind (no other run is active while we hold the lock).
+rm -rf "$IMAGES_DIR"/.work.* "$IMAGES_DIR"/.mkimage-* "$IMAGES_DIR"/*.tar.tmp "$DEBS"/.download.*
 
 # What every image depends on: this script, the image tools' sources and the Go toolchain.
 tools_key=$( { sha256sum <"$here/images.sh"; tree_hash "$mod" \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum \); go version; } | hash)
