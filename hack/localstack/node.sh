@@ -161,7 +161,7 @@ cmd_up() {
   write_configs
   # The API server listens on the host's loopback; this bridge gives the netns the same
   # address. One socat per connection enters the host's netns through a saved handle.
-  [ -e "$NODE_RUN/hostnet" ] || { touch "$NODE_RUN/hostnet" && mount --bind /proc/self/ns/net "$NODE_RUN/hostnet"; }
+  mountpoint -q "$NODE_RUN/hostnet" || { touch "$NODE_RUN/hostnet" && mount --bind /proc/self/ns/net "$NODE_RUN/hostnet"; }
   live_pid node-apibridge >/dev/null || start node-apibridge nsenter --net="$NS_PATH" -- \
     socat TCP-LISTEN:16443,bind=127.0.0.1,fork,reuseaddr \
     EXEC:"nsenter --net=$NODE_RUN/hostnet -- socat STDIO TCP\:127.0.0.1\:16443"
