@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real node's binaries into $NODE_BIN, a cache outside the clone keyed by versions
-# (kubelet and kube-proxy, containerd with ctr and the runc shim, CoreDNS, metrics-server), and
+# (kubelet, kube-proxy and kube-scheduler, containerd with ctr and the runc shim, CoreDNS, metrics-server), and
 # installs the Debian packages the node runs with (runc, CNI plugins, iptables: hack/deps.sh node).
 # Every binary comes from a nested module under build/ that pins it. Skips what exists.
 # Not run by hack/test.sh or build.sh yet: nothing uses the node until the stack runs it.
@@ -41,4 +41,5 @@ CGO_ENABLED=0 BUILD_HINT="cold: a few minutes" \
 BUILD_HINT="cold: kubelet about 15 min on 2 cores, less after build.sh" \
   build "$here/build/kube" "$NODE_BIN" "$(kube_ldflags)" \
   k8s.io/kubernetes/cmd/kubelet=kubelet \
-  k8s.io/kubernetes/cmd/kube-proxy=kube-proxy
+  k8s.io/kubernetes/cmd/kube-proxy=kube-proxy \
+  k8s.io/kubernetes/cmd/kube-scheduler=kube-scheduler
