@@ -2,9 +2,11 @@
 # Builds the local stack's container images as OCI image tarballs for `ctr -n k8s.io images
 # import`: no registry is reachable and no docker engine is needed. Debian images are made from
 # Debian packages (apt-get download + dpkg-deb, no maintainer scripts), the rest from static Go
-# binaries (hack/localstack/build/images) and the pinned binaries build.sh makes.
+# binaries (hack/localstack/build/images) and the pinned binaries build.sh and build-node.sh
+# make (CoreDNS and metrics-server come from $NODE_BIN).
 #
-#   images.sh [IMAGE...]   IMAGE: pause forward sandboxd python-runtime server (default: all)
+#   images.sh [IMAGE...]   IMAGE: pause forward sandboxd python-runtime server coredns
+#                          metrics-server (default: all)
 #
 # Prints "<image name> <tarball>" per image on stdout. Tarballs are cached in $IMAGES_DIR,
 # keyed by the pinned versions and a hash of every input (this script, the Go module, the Go
@@ -25,7 +27,9 @@ FORWARD_IMAGE=localhost/k8s-sandbox-mcp/forward:dev
 SANDBOXD_IMAGE=localhost/k8s-sandbox-mcp/sandboxd:$AGENT_SANDBOX_VERSION
 PYTHON_IMAGE=localhost/k8s-sandbox-mcp/python-runtime:$AGENT_SANDBOX_VERSION
 SERVER_IMAGE=localhost/k8s-sandbox-mcp/server:dev
-ALL_IMAGES="pause forward sandboxd python-runtime server"
+COREDNS_IMAGE=localhost/k8s-sandbox-mcp/coredns:$COREDNS_VERSION
+METRICS_SERVER_IMAGE=localhost/k8s-sandbox-mcp/metrics-server:$METRICS_SERVER_VERSION
+ALL_IMAGES="pause forward sandboxd python-runtime server coredns metrics-server"
 
 # The Debian base of the sandboxd and python-runtime images (one shared layer): what
 # upstream's images give a command to run (debian:bookworm-slim's shell and tools, plus
@@ -35,7 +39,8 @@ BASE_PKGS="base-files bash dash coreutils grep sed findutils diffutils tar gzip 
 # requirements.txt also installs pandas, scikit-learn and lightgbm for the model's own use:
 # left out here (they would be most of the image).
 PYTHON_PKGS="python3 python3-fastapi python3-uvicorn python3-multipart"
-# What gcr.io/distroless/static (the server image's base) is made of.
+# What gcr.io/distroless/static (the base of the server, CoreDNS and metrics-server images)
+# is made of.
 STATIC_PKGS="base-files netbase tzdata media-types"
 # Packages only maintainer scripts use: never run here, so they are deemed installed rather
 # than pulled in with all they depend on (debconf alone brings perl). usr-is-merged stands
@@ -294,14 +299,12 @@ compile_python() {
   rm -rf "$merged"
 }
 
-# build_server: exactly what deploy/Dockerfile makes: its go build of this clone on
-# gcr.io/distroless/static:nonroot (base-files, netbase, tzdata, media-types, the CA bundle,
-# passwd/group with nonroot 65532, /tmp, /home/nonroot), USER 65532:65532, port 8000.
-build_server() { # <out>
-  local t0=$SECONDS s=$work/static b=$work/server pkgs p
-  tools
-  (cd "$repo" && CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags="-s -w" \
-    -o "$b/k8s-sandbox-mcp" .) || die "go build of the server (deploy/Dockerfile's command) failed"
+# static_base: the rootfs of gcr.io/distroless/static:nonroot (base-files, netbase, tzdata,
+# media-types, the CA bundle, passwd/group with nonroot 65532, /tmp, /home/nonroot), built
+# once per run and shared by the server, CoreDNS and metrics-server images.
+static_base() {
+  [ -d "$work/static" ] && return 0
+  local s=$work/static.tmp pkgs p
   pkgs=$(for p in $STATIC_PKGS ca-certificates; do
     apt-cache show --no-all-versions "$p" | awk '/^Version:/{print "'"$p"'=" $2; exit}'
   done)
@@ -319,11 +322,47 @@ build_server() { # <out>
   mkdir -p "$s/home/nonroot" && chmod 0700 "$s/home/nonroot"
   users "$s" /home/nonroot nonroot 65532 /sbin/nologin
   nsswitch "$s"
-  echo "$pkgs" >"$work/packages"
+  echo "$pkgs" >"$work/static.packages"
+  mv "$s" "$work/static"
+}
+
+# build_server: exactly what deploy/Dockerfile makes: its go build of this clone on
+# gcr.io/distroless/static:nonroot, USER 65532:65532, port 8000.
+build_server() { # <out>
+  local t0=$SECONDS b=$work/server
+  tools; static_base
+  (cd "$repo" && CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags="-s -w" \
+    -o "$b/k8s-sandbox-mcp" .) || die "go build of the server (deploy/Dockerfile's command) failed"
+  cp "$work/static.packages" "$work/packages"
   make_image "$1" "$SERVER_IMAGE" "$t0" -want /k8s-sandbox-mcp=0:0 -want /home/nonroot=65532:65532 \
-    -want /etc/ssl/certs/ca-certificates.crt -want /usr/share/zoneinfo/UTC -want /tmp -- -layer "$s" -layer "$b" -owner /home/nonroot=65532:65532 \
+    -want /etc/ssl/certs/ca-certificates.crt -want /usr/share/zoneinfo/UTC -want /tmp -- -layer "$work/static" -layer "$b" -owner /home/nonroot=65532:65532 \
     -entrypoint '["/k8s-sandbox-mcp","--http","0.0.0.0:8000"]' -user 65532:65532 -workdir /home/nonroot \
     -env "$PATH_ENV" -env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt -expose 8000/tcp
+}
+
+# build_coredns: upstream's Dockerfile: /coredns on distroless static:nonroot, USER
+# nonroot, port 53. Upstream also gives the binary cap_net_bind_service as a file
+# capability; the layers here carry no xattrs, so the cluster's Deployment lets the pod bind
+# 53 with the namespaced sysctl net.ipv4.ip_unprivileged_port_start instead.
+build_coredns() { # <out>
+  local t0=$SECONDS l=$work/coredns
+  tools; static_base
+  mkdir -p "$l" && cp "$NODE_BIN/coredns" "$l/coredns"
+  cp "$work/static.packages" "$work/packages"
+  make_image "$1" "$COREDNS_IMAGE" "$t0" -want /coredns=0:0 -want /etc/ssl/certs/ca-certificates.crt -- \
+    -layer "$work/static" -layer "$l" -owner /home/nonroot=65532:65532 \
+    -entrypoint '["/coredns"]' -user 65532:65532 -workdir / -env "$PATH_ENV" -expose 53/tcp -expose 53/udp
+}
+
+# build_metrics_server: upstream's Dockerfile: /metrics-server on distroless static, USER 65534.
+build_metrics_server() { # <out>
+  local t0=$SECONDS l=$work/metrics-server
+  tools; static_base
+  mkdir -p "$l" && cp "$NODE_BIN/metrics-server" "$l/metrics-server"
+  cp "$work/static.packages" "$work/packages"
+  make_image "$1" "$METRICS_SERVER_IMAGE" "$t0" -want /metrics-server=0:0 -want /tmp -- \
+    -layer "$work/static" -layer "$l" -owner /home/nonroot=65532:65532 \
+    -entrypoint '["/metrics-server"]' -user 65534 -workdir / -env "$PATH_ENV"
 }
 
 # ---- main -------------------------------------------------------------------------------
@@ -359,6 +398,11 @@ key_of() { # <image>: the cache key of its tarball
   python-runtime)
     echo "$tools_key $PYTHON_IMAGE $codename $(sha256sum <"$sbx_mod/examples/python-runtime-sandbox/main.py")" ;;
   server) echo "$tools_key $SERVER_IMAGE $codename $(server_src_hash)" ;;
+  coredns | metrics-server)
+    local bin=$NODE_BIN/$1 img=$COREDNS_IMAGE
+    [ "$1" = coredns ] || img=$METRICS_SERVER_IMAGE
+    [ -x "$bin" ] || die "$bin is missing: run hack/localstack/build-node.sh"
+    echo "$tools_key $img $codename $(sha256sum <"$bin")" ;;
   esac | hash
 }
 
@@ -368,6 +412,7 @@ for img in $wanted; do
   case $img in
   pause) name=$PAUSE_IMAGE ;; forward) name=$FORWARD_IMAGE ;; sandboxd) name=$SANDBOXD_IMAGE ;;
   python-runtime) name=$PYTHON_IMAGE ;; server) name=$SERVER_IMAGE ;;
+  coredns) name=$COREDNS_IMAGE ;; metrics-server) name=$METRICS_SERVER_IMAGE ;;
   esac
   tag=${name##*:}
   out=$IMAGES_DIR/$img-$tag-$(key_of "$img").tar
@@ -380,6 +425,7 @@ for img in $wanted; do
     case $img in
     pause) build_pause "$out" ;; forward) build_forward "$out" ;; sandboxd) build_sandboxd "$out" ;;
     python-runtime) build_python "$out" ;; server) build_server "$out" ;;
+    coredns) build_coredns "$out" ;; metrics-server) build_metrics_server "$out" ;;
     esac
     # The Debian packages (name=version) an image was made of, for the record.
     [ ! -f "$work/packages" ] || mv "$work/packages" "$out.packages"
