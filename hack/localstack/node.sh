@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # PROTOTYPE for issue 9 (a real node), not used by the tests yet: a kubelet v1.37.2 with
 # containerd v2 and Debian's runc and CNI plugins, registered with the running local stack as
-# a second Node ("localstack-real-node"). Every pod address lives in the network namespace
-# this script creates; the only thing on the host's network is a loopback bridge (socat) that
-# lets the netns reach the API server. Images come from hack/localstack/images.sh.
+# a second Node ("localstack-real-node"), with what a cluster has around it: kube-scheduler
+# (profile "real-node" only), kube-proxy (nftables), an endpointslice controller, CoreDNS at
+# 10.96.0.10 and metrics-server behind the metrics.k8s.io APIService. Every pod and Service
+# address lives in the network namespace this script creates; on the host's network there are
+# only loopback bridges (socat): the netns reaches the API server, the API server reaches
+# metrics-server. Images come from hack/localstack/images.sh.
 #
-#   node.sh up       start containerd and the kubelet in the netns (stack must be up)
-#   node.sh down     stop them, remove pods' containers, mounts, cgroups and the netns
+#   node.sh up       start it all (the stack must be up)
+#   node.sh down     stop it all, remove what it added to the cluster, its pods' containers,
+#                    mounts, cgroups and the netns
 #   node.sh status
-#   node.sh exec CMD run CMD inside the netns (e.g. curl a pod IP)
+#   node.sh check    prove scheduler, Services, DNS and metrics work; prints figures
+#   node.sh exec CMD run CMD inside the netns, resolving names with the cluster DNS
 #
-# Known gaps (see issue 9's closing note): the API server cannot reach the kubelet (no logs/
-# exec yet: the control plane must move into the netns too); no kube-scheduler (pods name
-# the node); no CoreDNS/kube-proxy/metrics-server yet.
+# The stand-in node of stack.sh (hack/localstack/agent) binds every unscheduled pod, whatever
+# its schedulerName: pods meant for this node go in a namespace labelled
+# k8s-sandbox-mcp.io/real-node=true (manifests/node/binding-guard.yaml keeps the agent off
+# them) with schedulerName: real-node.
+#
+# Known gaps: the API server cannot reach the kubelet (no logs/exec: the control plane must
+# move into the netns too); the API server has no front-proxy client certificate, so
+# metrics-server cannot tell who asks (see cmd_up).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.sh
@@ -22,12 +32,25 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 NETNS=k8s-sandbox-mcp
 NODE_NAME=localstack-real-node
+FAKE_NODE=localstack-node # stack.sh's node agent
+SCHEDULER_NAME=real-node
+GUARD_LABEL=k8s-sandbox-mcp.io/real-node
 NODE_IP=10.243.0.1
 POD_CIDR=10.244.0.0/24
+CLUSTER_CIDR=10.244.0.0/16
+SERVICE_CIDR=10.96.0.0/16 # the API server's --service-cluster-ip-range
+DNS_IP=10.96.0.10
+METRICS_IP=10.96.0.11
+API_PORT=${APISERVER_URL##*:}
+METRICS_HOST_PORT=16444 # host loopback: the API server's way to metrics-server
 NODE_DIR=/var/lib/k8s-sandbox-mcp/node
 NODE_RUN=/run/k8s-sandbox-mcp/node
 SOCK=$NODE_RUN/containerd.sock
 NS_PATH=/run/netns/$NETNS
+MANIFESTS=$here/manifests/node
+CHECK_NS=real-node-check
+# Start order; down stops them in reverse.
+NODE_COMPONENTS="node-apibridge node-containerd node-kubelet node-kcm node-scheduler node-proxy node-metricsbridge"
 
 in_ns() { nsenter --net="$NS_PATH" -- "$@"; }
 
@@ -56,10 +79,72 @@ netns_up() {
   # The node's address sits on the netns's loopback device: no dummy module here, and nothing
   # outside the netns needs to route to it.
   in_ns ip addr replace "$NODE_IP/32" dev lo
+  # The netns has no uplink: without a route, the node's own processes could not even try a
+  # ClusterIP (kube-proxy's DNAT comes after the route lookup).
+  in_ns ip route replace "$SERVICE_CIDR" dev lo src "$NODE_IP"
+  in_ns sysctl -qw net.ipv4.ip_forward=1
+  # Pod -> ClusterIP -> pod on the same bridge: the reply is bridged, and must pass
+  # conntrack to be un-DNATed (per netns since Linux 5.3).
+  [ ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ] || in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1
+}
+
+# cert <name> <subject> [<extensions>] [<CA>]: a key and a certificate signed by <CA>
+# (<CA>.crt and <CA>.key; default the stack's CA), for client auth unless told; made again
+# when the CA changed.
+cert() {
+  local name=$1 subj=$2 ext=${3:-extendedKeyUsage=clientAuth} ca=${4:-$PKI/ca}
+  local dir=$NODE_DIR/pki
+  [ -f "$dir/$name.crt" ] && openssl verify -CAfile "$ca.crt" "$dir/$name.crt" >/dev/null 2>&1 && return 0
+  (cd "$dir" &&
+    openssl req -newkey rsa:2048 -nodes -keyout "$name.key" -out "$name.csr" -subj "$subj" 2>/dev/null &&
+    openssl x509 -req -in "$name.csr" -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial \
+      -out "$name.crt" -days 3650 -extfile <(printf '%b\nkeyUsage=digitalSignature,keyEncipherment' "$ext") 2>/dev/null &&
+    rm -f "$name.csr" && chmod 600 "$name.key") || die "signing the $name certificate failed"
+}
+
+# kubeconfig <name>: $NODE_DIR/kubeconfig/<name> for the certificate <name>.
+kubeconfig() {
+  cat >"$NODE_DIR/kubeconfig/$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: localstack
+  cluster: {server: $APISERVER_URL, certificate-authority: $PKI/ca.crt}
+users:
+- name: $1
+  user: {client-certificate: $NODE_DIR/pki/$1.crt, client-key: $NODE_DIR/pki/$1.key}
+contexts:
+- name: $1
+  context: {cluster: localstack, user: $1}
+current-context: $1
+EOF
+}
+
+write_pki() {
+  # Each component its own identity, the one the bootstrap RBAC policy grants its rights to.
+  cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" \
+    "subjectAltName=IP:$NODE_IP\nextendedKeyUsage=clientAuth,serverAuth"
+  cert kube-scheduler /CN=system:kube-scheduler
+  cert kube-proxy /CN=system:kube-proxy
+  cert kube-controller-manager /CN=system:kube-controller-manager
+  # metrics-server's serving certificate, for the names the aggregator and the bridge check.
+  cert metrics-server /CN=metrics-server \
+    "subjectAltName=DNS:metrics-server-host.kube-system.svc,DNS:metrics-server.kube-system.svc,IP:$METRICS_IP\nextendedKeyUsage=serverAuth"
+  # The front proxy's CA and client certificate: what the API server would present to
+  # aggregated APIs with --proxy-client-cert-file (stack.sh does not set it); the metrics
+  # bridge presents it instead, see cmd_up.
+  [ -f "$NODE_DIR/pki/front-proxy-ca.crt" ] ||
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$NODE_DIR/pki/front-proxy-ca.key" \
+      -out "$NODE_DIR/pki/front-proxy-ca.crt" -days 3650 -subj /CN=localstack-front-proxy-ca 2>/dev/null ||
+    die "making the front proxy CA failed"
+  cert front-proxy-client /CN=front-proxy-client extendedKeyUsage=clientAuth "$NODE_DIR/pki/front-proxy-ca"
+  local c
+  for c in kubelet kube-scheduler kube-proxy kube-controller-manager; do kubeconfig "$c"; done
 }
 
 write_configs() {
-  mkdir -p "$NODE_DIR"/{containerd,cni,kubelet,pki} "$NODE_RUN"
+  mkdir -p "$NODE_DIR"/{containerd,cni,kubelet,pki,kubeconfig,scheduler,proxy} "$NODE_RUN"
+  write_pki
   cat >"$NODE_DIR/containerd/config.toml" <<EOF
 version = 3
 root = "$NODE_DIR/containerd/root"
@@ -84,31 +169,9 @@ EOF
   cat >"$NODE_DIR/cni/10-bridge.conflist" <<EOF
 {"cniVersion": "1.0.0", "name": "localstack", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "dataDir": "$NODE_RUN/ipam"}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
+           "dataDir": "$NODE_RUN/ipam"}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
-EOF
-  # The node's client certificate: system:node:<name> in system:nodes, for the Node authorizer.
-  if [ ! -f "$NODE_DIR/pki/kubelet.crt" ]; then
-    (cd "$NODE_DIR/pki" &&
-      openssl req -newkey rsa:2048 -nodes -keyout kubelet.key -out kubelet.csr \
-        -subj "/O=system:nodes/CN=system:node:$NODE_NAME" 2>/dev/null &&
-      openssl x509 -req -in kubelet.csr -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
-        -out kubelet.crt -days 3650 -extfile <(printf 'subjectAltName=IP:%s\nextendedKeyUsage=clientAuth,serverAuth\nkeyUsage=digitalSignature,keyEncipherment' "$NODE_IP") 2>/dev/null &&
-      rm -f kubelet.csr && chmod 600 kubelet.key)
-  fi
-  cat >"$NODE_DIR/kubelet/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: localstack
-  cluster: {server: $APISERVER_URL, certificate-authority: $PKI/ca.crt}
-users:
-- name: node
-  user: {client-certificate: $NODE_DIR/pki/kubelet.crt, client-key: $NODE_DIR/pki/kubelet.key}
-contexts:
-- name: node
-  context: {cluster: localstack, user: node}
-current-context: node
 EOF
   : >"$NODE_DIR/kubelet/resolv.conf"
   cat >"$NODE_DIR/kubelet/config.yaml" <<EOF
@@ -132,7 +195,7 @@ authentication:
 authorization: {mode: Webhook}
 containerRuntimeEndpoint: unix://$SOCK
 clusterDomain: cluster.local
-clusterDNS: [10.96.0.10]
+clusterDNS: [$DNS_IP]
 resolvConf: $NODE_DIR/kubelet/resolv.conf
 podCIDR: $POD_CIDR
 registerNode: true
@@ -140,49 +203,186 @@ evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
+  # One profile, so the default scheduler name stays the stand-in node's; its pods may go
+  # to this node only (the stand-in node is Ready and schedulable too).
+  cat >"$NODE_DIR/scheduler/config.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: $NODE_DIR/kubeconfig/kube-scheduler}
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: $SCHEDULER_NAME
+  pluginConfig:
+  - name: NodeAffinity
+    args:
+      addedAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          nodeSelectorTerms:
+          - matchExpressions:
+            - {key: kubernetes.io/hostname, operator: In, values: [$NODE_NAME]}
+EOF
+  # conntrack zeros: leave the kernel's (global) conntrack settings alone.
+  cat >"$NODE_DIR/proxy/config.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $NODE_DIR/kubeconfig/kube-proxy}
+hostnameOverride: $NODE_NAME
+mode: nftables
+clusterCIDR: $CLUSTER_CIDR
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+EOF
 }
 
+# import_images imports the current tarball of every image images.sh builds (a warm run only
+# hashes) and sets COREDNS_IMAGE and METRICS_SERVER_IMAGE from the names it prints.
 import_images() {
-  local tar
-  for tar in "$IMAGES_DIR"/*.tar; do
-    [ -f "$tar" ] || die "no images in $IMAGES_DIR: run hack/localstack/images.sh"
-    "$NODE_BIN/ctr" --address "$SOCK" -n k8s.io images import --no-unpack=false "$tar" >/dev/null ||
-      die "importing $tar failed"
+  local out name tar
+  out=$("$here/images.sh") || die "hack/localstack/images.sh failed"
+  while read -r name tar; do
+    "$NODE_BIN/ctr" --address "$SOCK" -n k8s.io images import --no-unpack=false "$tar" >/dev/null 2>>"$LOGS/node-images.log" ||
+      die "importing $tar failed (log: $LOGS/node-images.log)"
+    case $name in
+    */coredns:*) COREDNS_IMAGE=$name ;;
+    */metrics-server:*) METRICS_SERVER_IMAGE=$name ;;
+    esac
+  done <<<"$out"
+  [ -n "${COREDNS_IMAGE:-}" ] && [ -n "${METRICS_SERVER_IMAGE:-}" ] || die "images.sh built no coredns or metrics-server image"
+}
+
+# render <manifest>: the manifest with node.sh's values in place of its @NAME@ placeholders.
+render() {
+  sed -e "s|@NODE_NAME@|$NODE_NAME|g; s|@NODE_IP@|$NODE_IP|g; s|@FAKE_NODE@|$FAKE_NODE|g" \
+    -e "s|@SCHEDULER_NAME@|$SCHEDULER_NAME|g; s|@API_PORT@|$API_PORT|g; s|@DNS_IP@|$DNS_IP|g" \
+    -e "s|@METRICS_IP@|$METRICS_IP|g; s|@METRICS_HOST_PORT@|$METRICS_HOST_PORT|g" \
+    -e "s|@COREDNS_IMAGE@|${COREDNS_IMAGE:-}|g; s|@METRICS_SERVER_IMAGE@|${METRICS_SERVER_IMAGE:-}|g" \
+    -e "s|@CA_BUNDLE@|$(base64 -w0 <"$PKI/ca.crt")|g" "$MANIFESTS/$1"
+}
+
+apply() { # apply <manifest>...
+  local m
+  for m in "$@"; do
+    render "$m" | kubectl apply --server-side --force-conflicts -f - >/dev/null || die "applying $m failed"
   done
+}
+
+start_in_ns() { # start_in_ns <name> <cmd...>
+  local name=$1
+  shift
+  live_pid "$name" >/dev/null || start "$name" nsenter --net="$NS_PATH" -- "$@"
 }
 
 cmd_up() {
   [ "$(id -u)" = 0 ] || die "needs root"
   "$here/../deps.sh" node
-  [ -x "$NODE_BIN/kubelet" ] || die "node binaries missing: run hack/localstack/build-node.sh"
+  [ -x "$NODE_BIN/kube-scheduler" ] || die "node binaries missing: run hack/localstack/build-node.sh"
   kubectl get --raw=/readyz >/dev/null 2>&1 || die "the stack is not up: run hack/localstack/stack.sh up"
   mkdir -p "$PIDS" "$LOGS"
   netns_up
   write_configs
   # The API server listens on the host's loopback; this bridge gives the netns the same
-  # address. One socat per connection enters the host's netns through a saved handle.
+  # port on every address of it (the node's, for pods through the `kubernetes` Service). One
+  # socat per connection enters the host's netns through a saved handle.
   mountpoint -q "$NODE_RUN/hostnet" || { touch "$NODE_RUN/hostnet" && mount --bind /proc/self/ns/net "$NODE_RUN/hostnet"; }
-  live_pid node-apibridge >/dev/null || start node-apibridge nsenter --net="$NS_PATH" -- \
-    socat TCP-LISTEN:16443,bind=127.0.0.1,fork,reuseaddr \
-    EXEC:"nsenter --net=$NODE_RUN/hostnet -- socat STDIO TCP\:127.0.0.1\:16443"
-  live_pid node-containerd >/dev/null || PATH=$NODE_BIN:$PATH start node-containerd \
-    nsenter --net="$NS_PATH" -- "$NODE_BIN/containerd" --config "$NODE_DIR/containerd/config.toml"
+  start_in_ns node-apibridge socat TCP-LISTEN:"$API_PORT",fork,reuseaddr \
+    EXEC:"nsenter --net=$NODE_RUN/hostnet -- socat STDIO TCP\:127.0.0.1\:$API_PORT"
+  PATH=$NODE_BIN:$PATH start_in_ns node-containerd "$NODE_BIN/containerd" --config "$NODE_DIR/containerd/config.toml"
   wait_for node-containerd 30 "$NODE_BIN/ctr" --address "$SOCK" version
   import_images
-  live_pid node-kubelet >/dev/null || start node-kubelet nsenter --net="$NS_PATH" -- \
-    "$NODE_BIN/kubelet" --config="$NODE_DIR/kubelet/config.yaml" --kubeconfig="$NODE_DIR/kubelet/kubeconfig" \
-    --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --root-dir="$NODE_DIR/kubelet/root" --v=1
+  start_in_ns node-kubelet "$NODE_BIN/kubelet" --config="$NODE_DIR/kubelet/config.yaml" \
+    --kubeconfig="$NODE_DIR/kubeconfig/kubelet" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" \
+    --root-dir="$NODE_DIR/kubelet/root" --v=1
+  # The stack's controller manager runs neither the endpointslice controller (kube-proxy and
+  # CoreDNS read slices) nor the deployment and replicaset controllers (the add-ons are
+  # Deployments); this one runs those, each under its own service account (bootstrap RBAC).
+  # They act cluster-wide: nothing of the stand-in node's is a Deployment, and nothing there
+  # reads slices (those of its 127.0.0.x pod addresses fail validation and are retried).
+  local kc=$NODE_DIR/kubeconfig
+  start_in_ns node-kcm "$KUBE_BIN/kube-controller-manager" --kubeconfig="$kc/kube-controller-manager" \
+    --authentication-kubeconfig="$kc/kube-controller-manager" --authorization-kubeconfig="$kc/kube-controller-manager" \
+    --bind-address=127.0.0.1 --secure-port=10257 --leader-elect=false \
+    --controllers=endpointslice-controller,deployment-controller,replicaset-controller --use-service-account-credentials=true --v=1
+  start_in_ns node-scheduler "$NODE_BIN/kube-scheduler" --config="$NODE_DIR/scheduler/config.yaml" \
+    --authentication-kubeconfig="$kc/kube-scheduler" --authorization-kubeconfig="$kc/kube-scheduler" \
+    --bind-address=127.0.0.1 --secure-port=10259 --v=1
+  start_in_ns node-proxy "$NODE_BIN/kube-proxy" --config="$NODE_DIR/proxy/config.yaml" --v=1
   wait_for node-ready 90 kubectl wait --for=condition=Ready --timeout=2s "node/$NODE_NAME"
-  log "real node $NODE_NAME is Ready (pods in netns $NETNS, $POD_CIDR)"
+  # Admission taints every new Node not-ready; the node lifecycle controller, which lifts it,
+  # is not run (it would also declare the stand-in node, which posts no heartbeats, lost).
+  kubectl taint node "$NODE_NAME" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
+  wait_for node-kcm 30 in_ns curl -fsSk https://127.0.0.1:10257/healthz
+  wait_for node-scheduler 30 in_ns curl -fsSk https://127.0.0.1:10259/healthz
+  wait_for node-proxy 30 in_ns curl -fsS http://127.0.0.1:10256/healthz
+  apply binding-guard.yaml apiserver-endpoints.yaml coredns.yaml
+  kubectl -n kube-system create secret generic metrics-server-tls --from-file=tls.crt="$NODE_DIR/pki/metrics-server.crt" \
+    --from-file=tls.key="$NODE_DIR/pki/metrics-server.key" --from-file=front-proxy-ca.crt="$NODE_DIR/pki/front-proxy-ca.crt" \
+    --dry-run=client -o yaml | kubectl apply --server-side --force-conflicts -f - >/dev/null
+  apply metrics-server.yaml
+  wait_for coredns 120 kubectl -n kube-system rollout status deploy/coredns --timeout=2s
+  wait_for metrics-server 120 kubectl -n kube-system rollout status deploy/metrics-server --timeout=2s
+  # The API server cannot reach the netns: a loopback port on the host, bridged to the
+  # metrics-server Service. The bridge is the front proxy too: the API server (no
+  # --proxy-client-cert-file in stack.sh) connects without a client certificate, so its
+  # X-Remote-User/-Group headers would be ignored and every request be anonymous. The bridge
+  # ends its TLS (metrics-server's certificate) and connects on with the front proxy's, so
+  # metrics-server trusts the caller identity the API server passes and authorizes that.
+  local p=$NODE_DIR/pki
+  live_pid node-metricsbridge >/dev/null || start node-metricsbridge \
+    socat OPENSSL-LISTEN:"$METRICS_HOST_PORT",bind=127.0.0.1,fork,reuseaddr,verify=0,cert="$p/metrics-server.crt",key="$p/metrics-server.key" \
+    EXEC:"nsenter --net=$NS_PATH -- socat STDIO OPENSSL\:$METRICS_IP\:443\,cafile=$PKI/ca.crt\,cert=$p/front-proxy-client.crt\,key=$p/front-proxy-client.key"
+  # (Past the bridge a request must name its user, as the API server's do.)
+  wait_for node-metricsbridge 30 curl -fsS --cacert "$PKI/ca.crt" -H "X-Remote-User: node.sh" \
+    --resolve "metrics-server-host.kube-system.svc:$METRICS_HOST_PORT:127.0.0.1" \
+    "https://metrics-server-host.kube-system.svc:$METRICS_HOST_PORT/livez"
+  # The APIService goes in only once that answers, and out again if it does not become
+  # Available: an unavailable aggregated API stalls every namespace deletion in the cluster
+  # (the tests delete many).
+  apply metrics-apiservice.yaml
+  if ! (wait_for metrics-apiservice 60 kubectl wait --for=condition=Available --timeout=2s apiservice/v1beta1.metrics.k8s.io); then
+    kubectl get apiservice v1beta1.metrics.k8s.io -o jsonpath='{.status.conditions[0].message}{"\n"}' >&2 || true
+    kubectl delete apiservice v1beta1.metrics.k8s.io --ignore-not-found >/dev/null 2>&1 || true
+    die "metrics.k8s.io did not become Available: APIService removed (log: $LOGS/node-metricsbridge.log)"
+  fi
+  log "real node $NODE_NAME is Ready (pods in netns $NETNS, $POD_CIDR; DNS $DNS_IP; metrics.k8s.io via 127.0.0.1:$METRICS_HOST_PORT)"
+}
+
+# unapply removes what up added to the cluster. The APIService goes first: once
+# metrics-server stops, it would stall namespace deletions cluster-wide.
+unapply() {
+  local m
+  kubectl delete apiservice v1beta1.metrics.k8s.io --ignore-not-found >/dev/null 2>&1 || true
+  for m in metrics-apiservice.yaml metrics-server.yaml coredns.yaml apiserver-endpoints.yaml binding-guard.yaml; do
+    render "$m" | kubectl delete --ignore-not-found --wait=false -f - >/dev/null 2>&1 || true
+  done
+  kubectl -n kube-system delete secret metrics-server-tls --ignore-not-found >/dev/null 2>&1 || true
+  kubectl -n kube-system delete serviceaccount endpointslice-controller --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete namespace "$CHECK_NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+}
+
+# pods_on_node prints namespace/name of the pods bound to this node.
+pods_on_node() {
+  kubectl get pods -A --field-selector "spec.nodeName=$NODE_NAME" \
+    -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}{"\n"}{end}' 2>/dev/null || true
 }
 
 cmd_down() {
-  local c
-  kubectl delete node "$NODE_NAME" --wait=false >/dev/null 2>&1 || true
-  stop_one node-kubelet
-  kill_pods
-  stop_one node-containerd
-  stop_one node-apibridge
+  local p deadline=$((SECONDS + 30))
+  if kubectl get --raw=/readyz >/dev/null 2>&1; then
+    unapply
+    # While the kubelet runs, pods end gracefully; what is left is deleted as the pod GC
+    # controller (not run by the stack) would once the node is gone.
+    while [ -n "$(pods_on_node)" ] && live_pid node-kubelet >/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
+    kubectl delete node "$NODE_NAME" --wait=false >/dev/null 2>&1 || true
+    for p in $(pods_on_node); do
+      kubectl -n "${p%%/*}" delete pod "${p#*/}" --grace-period=0 --force >/dev/null 2>&1 || true
+    done
+  fi
+  for p in $(echo "$NODE_COMPONENTS" | tr ' ' '\n' | tac); do stop_one "$p"; [ "$p" != node-kubelet ] || kill_pods; done
   # Leftover shims: whatever still runs in the netns.
   if [ -e "$NS_PATH" ]; then
     ip netns pids "$NETNS" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
@@ -200,16 +400,32 @@ cmd_down() {
 
 cmd_status() {
   local c
-  for c in node-apibridge node-containerd node-kubelet; do
+  for c in $NODE_COMPONENTS; do
     if live_pid "$c" >/dev/null; then echo "$c running"; else echo "$c stopped"; fi
   done
   kubectl get node "$NODE_NAME" 2>/dev/null || true
+  kubectl get apiservice v1beta1.metrics.k8s.io 2>/dev/null || true
 }
+
+# cmd_exec runs a command in the netns with /etc/resolv.conf pointing at the cluster DNS (in
+# a private mount namespace: the host's file is untouched).
+cmd_exec() {
+  [ $# -gt 0 ] || die "usage: node.sh exec CMD [ARG...]"
+  mkdir -p "$NODE_RUN"
+  printf 'nameserver %s\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n' \
+    "$DNS_IP" >"$NODE_RUN/resolv.conf"
+  # shellcheck disable=SC2016
+  in_ns unshare --mount --propagation private -- \
+    sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$NODE_RUN/resolv.conf" "$@"
+}
+
+cmd_check() { die "not yet"; }
 
 case ${1:-} in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
-  exec) shift; in_ns "$@" ;;
-  *) echo "usage: $0 up|down|status|exec CMD" >&2; exit 2 ;;
+  check) cmd_check ;;
+  exec) shift; cmd_exec "$@" ;;
+  *) echo "usage: $0 up|down|status|check|exec CMD" >&2; exit 2 ;;
 esac
