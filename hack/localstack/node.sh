@@ -419,7 +419,145 @@ cmd_exec() {
     sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$NODE_RUN/resolv.conf" "$@"
 }
 
-cmd_check() { die "not yet"; }
+# ---- check ---------------------------------------------------------------------------
+
+CHECK_FAILED=0
+ok() { printf '%-10s ok    %s\n' "$1" "$2"; }
+bad() { printf '%-10s FAIL  %s\n' "$1" "$2"; CHECK_FAILED=1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2fs", b - a}'; }
+jp() { kubectl -n "$CHECK_NS" get "$1" -o jsonpath="$2" 2>/dev/null; }
+
+# in_pod <pod> <cmd...>: runs cmd in the pod's first container through containerd (the API
+# server cannot reach the kubelet, so no kubectl exec).
+in_pod() {
+  local cid
+  cid=$(jp "pod/$1" '{.status.containerStatuses[0].containerID}')
+  "$NODE_BIN/ctr" --address "$SOCK" -n k8s.io tasks exec --exec-id "check-$RANDOM" "${cid#containerd://}" "${@:2}" 2>&1 |
+    grep -v 'level=warning msg="DEPRECATION'
+}
+
+check_scheduler() { # <start time> <agent log lines before>
+  local t0=$1 node stray agent_log=$LOGS/node-agent.log refused others
+  if kubectl -n "$CHECK_NS" wait --for=jsonpath='{.spec.nodeName}'="$NODE_NAME" pod/web-pod --timeout=60s >/dev/null 2>&1; then
+    local bound by; bound=$(since "$t0")
+    kubectl -n "$CHECK_NS" wait --for=condition=Ready pod/web-pod --timeout=90s >/dev/null 2>&1 ||
+      bad scheduler "pod web-pod bound but not Ready in 90 s"
+    by=$(kubectl -n "$CHECK_NS" get events --field-selector involvedObject.name=web-pod,reason=Scheduled \
+      -o jsonpath='{.items[0].reportingComponent}' 2>/dev/null)
+    ok scheduler "pod web-pod (schedulerName $SCHEDULER_NAME) bound to $NODE_NAME by '$by' in $bound, Ready after $(since "$t0")"
+  else
+    node=$(jp pod/web-pod '{.spec.nodeName}')
+    bad scheduler "pod web-pod not bound to $NODE_NAME in 60 s (nodeName '${node}')"
+  fi
+  stray=$(jp pod/stray '{.spec.nodeName}')
+  refused=$(tail -n +"$(($2 + 1))" "$agent_log" 2>/dev/null | grep -c "pod $CHECK_NS/stray: bind: .*belongs to the real node" || true)
+  if [ -z "$stray" ]; then
+    ok scheduler "pod stray (default scheduler) unbound after $(since "$t0"): the stand-in node's agent was refused ${refused:-0} binds, the real scheduler ignores it"
+  else
+    bad scheduler "pod stray (default scheduler) was bound to '$stray'"
+  fi
+  others=$(kubectl get pods -A --field-selector "spec.nodeName=$NODE_NAME" \
+    -o jsonpath='{range .items[?(@.spec.schedulerName!="'"$SCHEDULER_NAME"'")]}{.metadata.namespace}/{.metadata.name} {end}')
+  if [ -z "$others" ]; then
+    ok scheduler "every pod on $NODE_NAME ($(pods_on_node | wc -l)) has schedulerName $SCHEDULER_NAME"
+  else
+    # Not a failure of the scheduler: pods may name the node directly (spec.nodeName).
+    ok scheduler "pods on $NODE_NAME not placed by $SCHEDULER_NAME (they name the node themselves): $others"
+  fi
+}
+
+check_services() {
+  local ip pod_ip slice t code rules
+  ip=$(jp svc/web '{.spec.clusterIP}')
+  pod_ip=$(jp pod/web-pod '{.status.podIP}')
+  kubectl -n "$CHECK_NS" wait --for=jsonpath='{.endpoints[0].conditions.ready}'=true endpointslice \
+    -l kubernetes.io/service-name=web --timeout=30s >/dev/null 2>&1 || true
+  slice=$(kubectl -n "$CHECK_NS" get endpointslice -l kubernetes.io/service-name=web -o jsonpath='{.items[*].endpoints[*].addresses[*]}' 2>/dev/null)
+  if [ "$slice" = "$pod_ip" ]; then ok services "EndpointSlice of web: $slice (the pod's IP)"; else bad services "EndpointSlice of web holds '$slice', want '$pod_ip'"; fi
+  # kube-proxy programs a new Service within about a second (its minimum sync period).
+  local deadline=$((SECONDS + 10))
+  t=$(now)
+  until code=$(in_ns curl -sS -m 1 -o /dev/null -w '%{http_code}' "http://$ip/" 2>/dev/null) && [ "$code" = 200 ]; do
+    [ $SECONDS -lt $deadline ] || break
+    sleep 0.2
+  done
+  if [ "$code" = 200 ]; then
+    local first; first=$(since "$t"); t=$(now)
+    in_ns curl -sS -m 5 -o /dev/null "http://$ip/" 2>/dev/null
+    ok services "netns -> ClusterIP web $ip:80 -> $pod_ip:8080: HTTP 200, first $first after the slice was ready, then $(since "$t")"
+  else
+    bad services "netns -> ClusterIP web $ip:80: '$code' for 10 s"
+  fi
+  t=$(now)
+  code=$(in_ns curl -sS -m 5 --cacert "$PKI/ca.crt" -o /dev/null -w '%{http_code}' https://10.96.0.1/readyz 2>&1) || true
+  if [ "$code" = 200 ]; then ok services "netns -> ClusterIP kubernetes 10.96.0.1:443 (API server through the bridge): HTTP 200 in $(since "$t")"; else bad services "netns -> 10.96.0.1:443: $code"; fi
+  rules=$(in_ns nft list table ip kube-proxy 2>/dev/null | grep -c '^[[:space:]]*chain service-' || true)
+  ok services "kube-proxy (nftables, in the netns only) programs $rules service ports; host ruleset: $(nft list ruleset 2>/dev/null | grep -c '^table' || true) tables"
+}
+
+check_dns() {
+  local ip pod_ip name want got t out
+  ip=$(jp svc/web '{.spec.clusterIP}')
+  pod_ip=$(jp pod/web-pod '{.status.podIP}')
+  for name in "web.$CHECK_NS.svc.cluster.local=$ip" "web-headless.$CHECK_NS.svc.cluster.local=$pod_ip" \
+    "kubernetes.default.svc.cluster.local=10.96.0.1" "kube-dns.kube-system.svc.cluster.local=$DNS_IP"; do
+    want=${name#*=} name=${name%=*} t=$(now)
+    got=$(cmd_exec getent ahostsv4 "$name" 2>/dev/null | awk 'NR==1{print $1}')
+    if [ "$got" = "$want" ]; then ok dns "netns: $name -> $got in $(since "$t")"; else bad dns "netns: $name -> '$got', want $want"; fi
+  done
+  # From inside the pod, with the resolv.conf the kubelet gave it (search path, ndots 5).
+  t=$(now)
+  out=$(in_pod web-pod python3 -c '
+import socket, urllib.request
+print([l for l in open("/etc/resolv.conf") if l.startswith("nameserver")][0].strip())
+for n in ("web", "web-headless", "kubernetes.default", "metrics-server.kube-system"):
+    print(n, socket.gethostbyname(n))
+print("GET http://web/", urllib.request.urlopen("http://web/", timeout=5).status)
+' 2>&1) || true
+  want="nameserver $DNS_IP|web $ip|web-headless $pod_ip|kubernetes.default 10.96.0.1|metrics-server.kube-system $METRICS_IP|GET http://web/ 200"
+  if [ "$(echo "$out" | paste -sd'|')" = "$want" ]; then
+    ok dns "pod web-pod: $(echo "$out" | paste -sd';' | sed 's/;/; /g') (all in $(since "$t"))"
+  else
+    bad dns "pod web-pod: got '$(echo "$out" | paste -sd'|')', want '$want'"
+  fi
+}
+
+check_metrics() {
+  local t out avail deadline=$((SECONDS + 90))
+  avail=$(kubectl get apiservice v1beta1.metrics.k8s.io -o jsonpath='{.status.conditions[?(@.type=="Available")].status}' 2>/dev/null)
+  if [ "$avail" = True ]; then ok metrics "APIService v1beta1.metrics.k8s.io Available (via 127.0.0.1:$METRICS_HOST_PORT)"; else bad metrics "APIService v1beta1.metrics.k8s.io Available='$avail'"; fi
+  t=$(now)
+  if out=$(kubectl top node "$NODE_NAME" --no-headers 2>&1); then ok metrics "kubectl top node: $(echo "$out" | tr -s ' ' | sed 's/ $//') in $(since "$t")"; else bad metrics "kubectl top node: $out"; fi
+  t=$(now)
+  if out=$(kubectl -n kube-system top pod --no-headers 2>&1); then ok metrics "kubectl top pod -n kube-system: $(echo "$out" | tr -s ' ' | sed 's/ $//' | paste -sd';' | sed 's/;/; /g') in $(since "$t")"; else bad metrics "kubectl top pod -n kube-system: $out"; fi
+  # A new pod has metrics after metrics-server's second scrape of it (resolution 15 s).
+  t=$(now)
+  until out=$(kubectl -n "$CHECK_NS" top pod web-pod --no-headers 2>&1); do
+    [ $SECONDS -lt $deadline ] || break
+    sleep 3
+  done
+  if [[ $out == web-pod* ]]; then ok metrics "kubectl top pod web-pod: $(echo "$out" | tr -s ' ' | sed 's/ $//'), first answer $(since "$t") after Ready"; else bad metrics "kubectl top pod web-pod: $out"; fi
+}
+
+cmd_check() {
+  live_pid node-kubelet >/dev/null || die "the real node is not up: run $0 up"
+  local py t0 agent_lines
+  py=$("$NODE_BIN/ctr" --address "$SOCK" -n k8s.io images ls -q 2>/dev/null | grep -m1 '/python-runtime:') ||
+    die "no python-runtime image on the node: run $0 up"
+  kubectl delete namespace "$CHECK_NS" --ignore-not-found --wait=true --timeout=60s >/dev/null 2>&1 || true
+  trap 'kubectl delete namespace "$CHECK_NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true' EXIT
+  agent_lines=$(wc -l <"$LOGS/node-agent.log" 2>/dev/null || echo 0)
+  t0=$(now)
+  render check.yaml | sed -e "s|@CHECK_NS@|$CHECK_NS|g; s|@PYTHON_IMAGE@|$py|g" | kubectl apply -f - >/dev/null ||
+    die "creating the check's objects failed"
+  check_scheduler "$t0" "$agent_lines"
+  check_services
+  check_dns
+  check_metrics
+  [ $CHECK_FAILED = 0 ] || die "check failed"
+  log "check passed in $(since "$t0")"
+}
 
 case ${1:-} in
   up) cmd_up ;;
