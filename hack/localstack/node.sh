@@ -360,7 +360,9 @@ unapply() {
     render "$m" | kubectl delete --ignore-not-found --wait=false -f - >/dev/null 2>&1 || true
   done
   kubectl -n kube-system delete secret metrics-server-tls --ignore-not-found >/dev/null 2>&1 || true
-  kubectl -n kube-system delete serviceaccount endpointslice-controller --ignore-not-found >/dev/null 2>&1 || true
+  # The service accounts our controller manager made for its controllers.
+  kubectl -n kube-system delete serviceaccount endpointslice-controller deployment-controller replicaset-controller \
+    --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete namespace "$CHECK_NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
 }
 
@@ -394,6 +396,8 @@ cmd_down() {
     xargs -r -n1 umount -l 2>/dev/null || true
   [ -e "$NODE_RUN/hostnet" ] && umount "$NODE_RUN/hostnet" 2>/dev/null || true
   ip netns del "$NETNS" 2>/dev/null || true
+  # `ip netns add` made /run/netns a mount point; gone with the last namespace in it.
+  if mountpoint -q /run/netns && [ -z "$(ls -A /run/netns)" ]; then umount /run/netns 2>/dev/null || true; fi
   find /sys/fs/cgroup/*/kubepods* -depth -type d -exec rmdir {} + 2>/dev/null || true
   log "real node down"
 }
