@@ -351,12 +351,13 @@ cmd_up() {
   log "real node $NODE_NAME is Ready (pods in netns $NETNS, $POD_CIDR; DNS $DNS_IP; metrics.k8s.io via 127.0.0.1:$METRICS_HOST_PORT)"
 }
 
-# unapply removes what up added to the cluster. The APIService goes first: once
-# metrics-server stops, it would stall namespace deletions cluster-wide.
+# unapply removes what up added to the cluster but the binding guard (see cmd_down). The
+# APIService goes first: once metrics-server stops, it would stall namespace deletions
+# cluster-wide.
 unapply() {
   local m
   kubectl delete apiservice v1beta1.metrics.k8s.io --ignore-not-found >/dev/null 2>&1 || true
-  for m in metrics-apiservice.yaml metrics-server.yaml coredns.yaml apiserver-endpoints.yaml binding-guard.yaml; do
+  for m in metrics-apiservice.yaml metrics-server.yaml coredns.yaml apiserver-endpoints.yaml; do
     render "$m" | kubectl delete --ignore-not-found --wait=false -f - >/dev/null 2>&1 || true
   done
   kubectl -n kube-system delete secret metrics-server-tls --ignore-not-found >/dev/null 2>&1 || true
@@ -383,6 +384,16 @@ cmd_down() {
     for p in $(pods_on_node); do
       kubectl -n "${p%%/*}" delete pod "${p#*/}" --grace-period=0 --force >/dev/null 2>&1 || true
     done
+    # Without the guard, the stand-in node's agent would take the new pods of the real
+    # node's namespaces (a warm pool refills at once): it stays while such a namespace does.
+    local kept
+    kept=$(kubectl get namespaces -l "$GUARD_LABEL=true" -o jsonpath='{range .items[*]}{.metadata.name}{" "}{end}' 2>/dev/null |
+      tr ' ' '\n' | grep -vx "$CHECK_NS" | paste -sd' ' || true)
+    if [ -z "$kept" ]; then
+      render binding-guard.yaml | kubectl delete --ignore-not-found --wait=false -f - >/dev/null 2>&1 || true
+    else
+      log "kept the binding guard (manifests/node/binding-guard.yaml): namespaces $kept are labelled $GUARD_LABEL=true"
+    fi
   fi
   for p in $(echo "$NODE_COMPONENTS" | tr ' ' '\n' | tac); do stop_one "$p"; [ "$p" != node-kubelet ] || kill_pods; done
   # Leftover shims: whatever still runs in the netns.
