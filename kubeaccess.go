@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/rs/zerolog"
+
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -110,17 +112,17 @@ const startCheckTimeout = 5 * time.Second
 // checkAPI makes one API call at start, so that a broken setup is on stderr, once, with the
 // facts to fix it before the first tool call fails with the same facts. The server starts
 // anyway: the API server may come up later.
-func (a *app) checkAPI(ctx context.Context, namespace string) {
+func checkAPI(ctx context.Context, claims *kube.Client, log zerolog.Logger, namespace string) {
 	ctx, cancel := context.WithTimeout(ctx, startCheckTimeout)
 	defer cancel()
-	err := a.claims.Probe(ctx, namespace)
+	err := claims.Probe(ctx, namespace)
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
 	if api, ok := kube.DescribeAPIError(err); ok {
-		a.log.Warn().Str("api_server", api.URL).Str("user", api.User).Str("cause", string(api.Cause)).
+		log.Warn().Str("api_server", api.URL).Str("user", api.User).Str("cause", string(api.Cause)).
 			Bool("retry_may_help", api.Retryable()).Msgf("Kubernetes API check at start failed: %s. %s.", api.Error(), api.Advice())
 		return
 	}
-	a.log.Warn().Err(err).Msg("Kubernetes API check at start failed: tool calls will fail the same way until this is fixed")
+	log.Warn().Err(err).Msg("Kubernetes API check at start failed: tool calls will fail the same way until this is fixed")
 }
