@@ -2,7 +2,8 @@
 # PROTOTYPE for issue 9 (a real node), not used by the tests yet: a kubelet v1.37.2 with
 # containerd v2 and Debian's runc and CNI plugins, registered with the running local stack as
 # a second Node ("localstack-real-node"), with what a cluster has around it: kube-scheduler
-# (profile "real-node" only), kube-proxy (nftables), an endpointslice controller, CoreDNS at
+# (profile "real-node" only), kube-proxy (nftables), the endpointslice, deployment and
+# replicaset controllers the stack's controller manager lacks, CoreDNS at
 # 10.96.0.10 and metrics-server behind the metrics.k8s.io APIService. Every pod and Service
 # address lives in the network namespace this script creates; on the host's network there are
 # only loopback bridges (socat): the netns reaches the API server, the API server reaches
