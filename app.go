@@ -35,6 +35,7 @@ type app struct {
 	owners  *owner.Owners
 	janitor *cleanup.Janitor
 	deps    tools.Deps
+	checked chan struct{} // closed when the API check at start has finished
 }
 
 // newApp reads every setting and builds the clients. Its errors are the operator's to fix.
@@ -70,8 +71,10 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		return nil, err
 	}
 	// In the background: serving does not wait on the API server (the check cost every
-	// start 12-23% in the benchmark), and tool calls report the same facts anyway.
-	go checkAPI(ctx, a.claims, a.log, defaultNS)
+	// start 12-23% in the benchmark); close waits for it, so its warning is never lost.
+	a.checked = make(chan struct{})
+	claims, log, checked := a.claims, a.log, a.checked
+	go func() { defer close(checked); checkAPI(ctx, claims, log, defaultNS) }()
 	a.log = a.log.With().Str("connection", a.cfg.Connection.Type).Logger()
 	a.owners = owner.New(a.cfg.StdioOwner)
 	a.janitor = cleanup.New(a.claims, a.log, 60*time.Second)
@@ -134,6 +137,9 @@ func (a *app) httpLayer(ctx context.Context) error {
 }
 
 func (a *app) close() {
+	if a.checked != nil {
+		<-a.checked // bounded by startCheckTimeout
+	}
 	_ = a.conn.Close()
 	a.claims.Close()
 }

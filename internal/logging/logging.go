@@ -30,7 +30,9 @@ func New(w io.Writer, level, format string) (zerolog.Logger, error) {
 	default:
 		return zerolog.Nop(), fmt.Errorf("log format must be auto, json or console, got %q", format)
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	// Calls, sweeps and the start-up check log from their own goroutines: one line at a time
+	// whatever w is (a file, a pipe, a test's buffer).
+	return zerolog.New(zerolog.SyncWriter(w)).Level(lvl).With().Timestamp().Logger(), nil
 }
 
 func isTerminal(w io.Writer) bool {
