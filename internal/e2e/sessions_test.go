@@ -263,11 +263,7 @@ func TestInFlightCallKeepsSession(t *testing.T) {
 	t.Run("idle sweep spares a running call", func(t *testing.T) {
 		s := newMCPSession(base)
 		s.open(t)
-		c := s.call(t, "create_sandbox", map[string]any{"warmpool": "sandboxd-pool", "namespace": ns.Name})
-		var created createResult
-		if c.isError || json.Unmarshal([]byte(structuredOf(t, c.body)), &created) != nil {
-			t.Fatalf("create: %s", c.body)
-		}
+		created := s.create(t, ns.Name)
 		ex := s.call(t, "execute_command", map[string]any{"sandbox_claim_name": created.SandboxClaimName, "namespace": ns.Name,
 			"command": "sleep 8; echo done"})
 		if ex.isError || !strings.Contains(ex.body, `"exit_code":0`) || !strings.Contains(ex.body, `"stdout":"done\n"`) {
@@ -282,11 +278,7 @@ func TestInFlightCallKeepsSession(t *testing.T) {
 	t.Run("DELETE during a call", func(t *testing.T) {
 		s := newMCPSession(base)
 		s.open(t)
-		c := s.call(t, "create_sandbox", map[string]any{"warmpool": "sandboxd-pool", "namespace": ns.Name})
-		var created createResult
-		if c.isError || json.Unmarshal([]byte(structuredOf(t, c.body)), &created) != nil {
-			t.Fatalf("create: %s", c.body)
-		}
+		created := s.create(t, ns.Name)
 		res := make(chan toolResult, 1)
 		go func() {
 			res <- s.call(t, "execute_command", map[string]any{"sandbox_claim_name": created.SandboxClaimName, "namespace": ns.Name,
@@ -320,4 +312,15 @@ func structuredOf(t *testing.T, body string) string {
 		t.Fatalf("tools/call answer %s: %v", body, err)
 	}
 	return string(r.Result.Structured)
+}
+
+// create makes a sandboxd sandbox in ns through the session, or fails the test.
+func (s *mcpSession) create(t *testing.T, ns string) createResult {
+	t.Helper()
+	c := s.call(t, "create_sandbox", map[string]any{"warmpool": "sandboxd-pool", "namespace": ns})
+	var created createResult
+	if c.isError || json.Unmarshal([]byte(structuredOf(t, c.body)), &created) != nil {
+		t.Fatalf("create: %s", c.body)
+	}
+	return created
 }
