@@ -2,10 +2,10 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,11 +15,15 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 )
 
-// keySet is the oidc.KeySet the verifier checks signatures with: go-oidc's RemoteKeySet for
-// the issuer's JWKS, found by discovery unless configured. All fetches go through a fetcher
-// (rate limit, last good copy, https only, size cap). RemoteKeySet keeps keys until a token
-// names an unknown kid; keySet starts a fresh one every maxKeyAge so that a key the issuer
-// has withdrawn stops being trusted within that time even if no rotation happens.
+// keySet is the oidc.KeySet the verifier checks signatures with: the issuer's JWKS (found by
+// discovery unless configured), checked by go-oidc's StaticKeySet. All fetches go through a
+// fetcher (rate limit, last good copy, https only, size cap). Keys are refetched when a token
+// fails with the ones held (the issuer may have rotated) and at least every maxKeyAge, so a
+// key the issuer has withdrawn stops being trusted within that time.
+//
+// Not go-oidc's RemoteKeySet: it releases the waiters of a refresh before it frees its
+// in-flight slot, so under load a token checked just after a refresh got that refresh's older
+// keys and was refused (seen as a flaky rotation test). Here a refresh is one locked call.
 type keySet struct {
 	issuer  string
 	fetch   *fetcher
@@ -28,7 +32,7 @@ type keySet struct {
 
 	mu      sync.Mutex
 	jwksURL string // configured, or discovered on first use
-	remote  *oidc.RemoteKeySet
+	keys    []jose.JSONWebKey
 	born    time.Time
 }
 
@@ -47,59 +51,93 @@ func newKeySet(issuer, jwksURL string, client *http.Client, now func() time.Time
 
 // VerifySignature implements oidc.KeySet.
 func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
-	remote, url, err := k.current(ctx)
+	keys, err := k.current(ctx, false)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 		reportKeysErr(ctx, err)
 		return nil, err
 	}
-	payload, err := remote.VerifySignature(ctx, jwt)
-	if err != nil {
-		if fetched, lastErr := k.fetch.state(url); !fetched {
-			err = fmt.Errorf("%w: no signing keys: %w", ErrUnavailable, lastErr)
-			reportKeysErr(ctx, err)
-		}
-		return nil, err
+	kid := keyID(jwt)
+	payload, err := (&oidc.StaticKeySet{PublicKeys: named(keys, kid)}).VerifySignature(ctx, jwt)
+	if err == nil {
+		return payload, nil
 	}
-	return payload, nil
+	// Perhaps a key the issuer has just published: ask again (the fetcher refetches at most
+	// once per minKeyRefresh, however many such tokens arrive).
+	if fresh, ferr := k.current(ctx, true); ferr == nil {
+		payload, err = (&oidc.StaticKeySet{PublicKeys: named(fresh, kid)}).VerifySignature(ctx, jwt)
+	}
+	return payload, err
 }
 
 // Check discovers the JWKS URL if needed and fetches the keys, so that a misconfigured issuer
 // shows at start-up. The copy it fetches is the one the first tokens are checked against.
 func (k *keySet) Check(ctx context.Context) error {
-	_, url, err := k.current(ctx)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := k.fetch.RoundTrip(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.Body.Close()
+	_, err := k.current(ctx, false)
+	return err
 }
 
-// current returns the RemoteKeySet to use and its URL.
-func (k *keySet) current(ctx context.Context) (*oidc.RemoteKeySet, string, error) {
+// current returns the keys to check with, asking the fetcher again when refresh is set or
+// the keys are older than maxKeyAge. The fetcher keeps its last good copy through an outage.
+func (k *keySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.jwksURL == "" {
 		url, err := k.discover(ctx)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		k.jwksURL = url
 	}
-	if k.remote == nil || k.now().Sub(k.born) > maxKeyAge {
-		// go-oidc takes the client from the context, which it keeps as configuration only.
-		k.remote = oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), k.fetch.Client()), k.jwksURL)
-		k.born = k.now()
+	if k.keys != nil && !refresh && k.now().Sub(k.born) <= maxKeyAge {
+		return k.keys, nil
 	}
-	return k.remote, k.jwksURL, nil
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.jwksURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := k.fetch.RoundTrip(req)
+	if err != nil {
+		if fetched, lastErr := k.fetch.state(k.jwksURL); !fetched {
+			return nil, fmt.Errorf("no signing keys: %w", lastErr)
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var set jose.JSONWebKeySet
+	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil {
+		return nil, fmt.Errorf("reading the JWKS: %w", err)
+	}
+	keys := make([]jose.JSONWebKey, 0, len(set.Keys))
+	for _, key := range set.Keys {
+		if key.Valid() && key.IsPublic() && key.Use != "enc" {
+			keys = append(keys, key)
+		}
+	}
+	k.keys, k.born = keys, k.now()
+	return keys, nil
+}
+
+// keyID is the kid a token's header names ("" if none or unreadable: verification then fails
+// on its own terms).
+func keyID(jwt string) string {
+	jws, err := jose.ParseSignedCompact(jwt, signingAlgs)
+	if err != nil || len(jws.Signatures) == 0 {
+		return ""
+	}
+	return jws.Signatures[0].Header.KeyID
+}
+
+// named returns the keys a kid selects, as RemoteKeySet did: a token naming a key is checked
+// only against that key; one naming none, against all.
+func named(keys []jose.JSONWebKey, kid string) []crypto.PublicKey {
+	out := make([]crypto.PublicKey, 0, len(keys))
+	for _, key := range keys {
+		if kid == "" || key.KeyID == kid {
+			out = append(out, key.Key)
+		}
+	}
+	return out
 }
 
 func (k *keySet) discover(ctx context.Context) (string, error) {
