@@ -83,16 +83,19 @@ func validated(st server.ServerTool) server.ServerTool {
 	}
 	next := st.Handler
 	st.Handler = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := s.check(req.GetRawArguments()); err != nil {
+		raw, err := s.check(req.GetRawArguments())
+		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
+		// The handler decodes the bytes just checked (bind) rather than encode them again.
+		req.Params.Arguments = raw
 		return next(ctx, req)
 	}
 	return st
 }
 
-// check validates raw arguments (a map or raw JSON; absent means {}).
-func (s *argSchema) check(raw any) error {
+// check validates raw arguments (a map or raw JSON; absent means {}) and returns them as JSON.
+func (s *argSchema) check(raw any) (json.RawMessage, error) {
 	b, ok := raw.(json.RawMessage)
 	if !ok {
 		if raw == nil {
@@ -100,7 +103,7 @@ func (s *argSchema) check(raw any) error {
 		}
 		var err error
 		if b, err = json.Marshal(raw); err != nil {
-			return badInput("arguments are not JSON: %v", err)
+			return nil, badInput("arguments are not JSON: %v", err)
 		}
 	}
 	if len(bytes.TrimSpace(b)) == 0 || string(bytes.TrimSpace(b)) == "null" {
@@ -108,17 +111,17 @@ func (s *argSchema) check(raw any) error {
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	if err != nil {
-		return badInput("arguments are not valid JSON: %v", err)
+		return nil, badInput("arguments are not valid JSON: %v", err)
 	}
 	err = s.compiled.Validate(v)
 	if err == nil {
-		return nil
+		return b, nil
 	}
 	verr, ok := err.(*jsonschema.ValidationError)
 	if !ok {
-		return badInput("invalid arguments: %v", err)
+		return nil, badInput("invalid arguments: %v", err)
 	}
-	return badInput("%s", s.sentence(firstLeaf(verr)))
+	return nil, badInput("%s", s.sentence(firstLeaf(verr)))
 }
 
 // firstLeaf picks the violation the model should fix first; one clear sentence beats a list.

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -19,28 +20,16 @@ type claimArgs struct {
 	Namespace        string `json:"namespace"`
 }
 
-// bind decodes arguments strictly enough to tell the model which one is wrong.
+// bind decodes the arguments validated (whose types the schema has checked) into v.
 func bind(req mcp.CallToolRequest, v any) error {
-	raw, err := json.Marshal(req.GetArguments())
-	if err != nil {
-		return badInput("arguments are not a JSON object: %v", err)
+	raw, ok := req.Params.Arguments.(json.RawMessage)
+	if !ok {
+		return fmt.Errorf("tools: %s was called without its schema check", req.Params.Name) // a wiring bug
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if ok := asTypeError(err, &te); ok {
-			return badInput("argument %q must be of type %s, got %s", te.Field, te.Type.Kind(), te.Value)
-		}
 		return badInput("invalid arguments: %v", err)
 	}
 	return nil
-}
-
-func asTypeError(err error, te **json.UnmarshalTypeError) bool {
-	t, ok := err.(*json.UnmarshalTypeError)
-	if ok {
-		*te = t
-	}
-	return ok
 }
 
 // namespace defaults an omitted namespace and applies the allowlist. Its rule is
