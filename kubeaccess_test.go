@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestRunMainHelper is the server binary when the tests below start it as a child process
@@ -115,33 +113,10 @@ current-context: x
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	var stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--kubeconfig", kc}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}, inR, outW, &stderr)
-		outW.Close()
-	}()
-	lines := bufio.NewScanner(outR)
-	call := func(msg string) map[string]any {
-		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
-			t.Fatal(err)
-		}
-		if !lines.Scan() {
-			t.Fatalf("stdout closed; stderr: %s", stderr.String())
-		}
-		var m map[string]any
-		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
-			t.Fatalf("stdout: %q", lines.Text())
-		}
-		return m
-	}
-	call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
-	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	r := call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_sandbox_status","arguments":{"sandbox_claim_name":"x"}}}`)
+	s := startStdio(t, []string{"--kubeconfig", kc}, "K8S_SANDBOX_CONNECTION__TYPE=in-cluster")
+	s.initialize()
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_sandbox_status","arguments":{"sandbox_claim_name":"x"}}}`)
+	r := s.next()
 	res, _ := r["result"].(map[string]any)
 	content, _ := res["content"].([]any)
 	if res["isError"] != true || len(content) == 0 {
@@ -153,8 +128,8 @@ current-context: x
 	if text != want {
 		t.Errorf("tool error\n got %s\nwant %s", text, want)
 	}
-	inW.Close()
-	if code := <-done; code != 0 {
+	stderr := s.stderr
+	if code := s.close(); code != 0 {
 		t.Errorf("exit code %d; stderr: %s", code, stderr.String())
 	}
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 const dummyKubeconfig = `apiVersion: v1
@@ -72,60 +70,30 @@ func TestStdioStdoutIsProtocolOnly(t *testing.T) {
 	if err := os.WriteFile(kc, []byte(dummyKubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	var stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--kubeconfig", kc, "--log-level", "debug"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}, inR, outW, &stderr)
-		outW.Close()
-	}()
-	send := func(s string) {
-		if _, err := io.WriteString(inW, s+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lines := bufio.NewScanner(outR)
-	lines.Buffer(make([]byte, 1<<20), 1<<20)
-	next := func() map[string]any {
-		if !lines.Scan() {
-			t.Fatalf("stdout closed: %v; stderr: %s", lines.Err(), stderr.String())
-		}
-		var m map[string]any
-		if err := json.Unmarshal(lines.Bytes(), &m); err != nil || m["jsonrpc"] != "2.0" {
-			t.Fatalf("stdout line is not JSON-RPC: %q", lines.Text())
-		}
-		return m
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
-	if r := next(); r["id"] != float64(1) {
-		t.Fatalf("initialize answer %v", r)
-	}
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	r := next()
+	s := startStdio(t, []string{"--kubeconfig", kc, "--log-level", "debug"}, "K8S_SANDBOX_CONNECTION__TYPE=in-cluster")
+	s.initialize()
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	r := s.next()
 	tools := r["result"].(map[string]any)["tools"].([]any)
 	if len(tools) < 8 {
 		t.Errorf("tools/list returned %d tools", len(tools))
 	}
 	// A call that reaches the (unreachable) API must come back as an isError result.
-	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_sandbox_status","arguments":{"sandbox_claim_name":"x"}}}`)
-	r = next()
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_sandbox_status","arguments":{"sandbox_claim_name":"x"}}}`)
+	r = s.next()
 	if res := r["result"].(map[string]any); res["isError"] != true {
 		t.Errorf("call against a dead API server: %v", r)
 	}
-	inW.Close()
-	if code := <-done; code != 0 {
+	if code := s.close(); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	for lines.Scan() {
+	for s.lines.Scan() {
 		var m map[string]any
-		if json.Unmarshal(lines.Bytes(), &m) != nil {
-			t.Errorf("non-JSON on stdout: %q", lines.Text())
+		if json.Unmarshal(s.lines.Bytes(), &m) != nil {
+			t.Errorf("non-JSON on stdout: %q", s.lines.Text())
 		}
 	}
+	stderr := s.stderr
 	if !strings.Contains(stderr.String(), `"tool":"get_sandbox_status"`) || !strings.Contains(stderr.String(), `"namespace":"team-a"`) {
 		t.Errorf("stderr lacks the tool-call log line with the kubeconfig namespace: %s", stderr.String())
 	}
