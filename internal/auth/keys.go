@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -89,7 +90,10 @@ func (k *keySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 		}
 		k.jwksURL = url
 	}
-	if k.keys != nil && !refresh && k.now().Sub(k.born) <= maxKeyAge {
+	age := k.now().Sub(k.born)
+	// Within minKeyRefresh the fetcher would hand back the copy these keys came from: a flood
+	// of bad tokens costs no decoding and no lock time.
+	if k.keys != nil && (age < minKeyRefresh || !refresh && age <= maxKeyAge) {
 		return k.keys, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.jwksURL, nil)
@@ -104,15 +108,13 @@ func (k *keySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var set jose.JSONWebKeySet
-	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil {
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
 		return nil, fmt.Errorf("reading the JWKS: %w", err)
 	}
-	keys := make([]jose.JSONWebKey, 0, len(set.Keys))
-	for _, key := range set.Keys {
-		if key.Valid() && key.IsPublic() && key.Use != "enc" {
-			keys = append(keys, key)
-		}
+	keys, err := signingKeys(body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the JWKS: %w", err)
 	}
 	k.keys, k.born = keys, k.now()
 	return keys, nil
@@ -164,17 +166,31 @@ func (k *keySet) discover(ctx context.Context) (string, error) {
 // usableJWKS accepts a JWKS holding at least one public signing key go-jose can read: a body
 // without one must not replace a good copy.
 func usableJWKS(body []byte) error {
+	keys, err := signingKeys(body)
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return errors.New("the JWKS holds no usable signing key")
+	}
+	return nil
+}
+
+// signingKeys reads a JWKS's valid public keys not reserved for encryption, skipping any key
+// go-jose cannot read (a type it does not know must not hide the others).
+func signingKeys(body []byte) ([]jose.JSONWebKey, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
 	if err := json.Unmarshal(body, &set); err != nil {
-		return err
+		return nil, err
 	}
+	out := make([]jose.JSONWebKey, 0, len(set.Keys))
 	for _, raw := range set.Keys {
 		var key jose.JSONWebKey
 		if key.UnmarshalJSON(raw) == nil && key.Valid() && key.IsPublic() && key.Use != "enc" {
-			return nil
+			out = append(out, key)
 		}
 	}
-	return errors.New("the JWKS holds no usable signing key")
+	return out, nil
 }
