@@ -58,7 +58,6 @@ type Tracker interface {
 	// owner's session has ended. done must be called with the created claim's name ("" if
 	// none); it returns an error, having deleted the claim, if the session ended meanwhile.
 	Begin(owner, namespace string) (done func(claim string) error, err error)
-	Namespaces(owner string) []string
 }
 
 func (d Deps) maxDownload() int64 {

@@ -116,13 +116,6 @@ func (j *Janitor) Begin(owner, namespace string) (done func(claim string) error,
 	}, nil
 }
 
-// Namespaces lists where owner created sandboxes, sorted.
-func (j *Janitor) Namespaces(owner string) []string {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return sortedKeys(j.owners[owner])
-}
-
 func sortedKeys(st *ownerState) []string {
 	if st == nil {
 		return nil
@@ -149,19 +142,23 @@ func (j *Janitor) Release(ctx context.Context, owner, why string) (int, error) {
 	st.namespaces = map[string]bool{}
 	j.pruneLocked()
 	j.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.timeout)
-	defer cancel()
+	ctx = context.WithoutCancel(ctx)
 	if idle != nil {
+		wctx, cancel := context.WithTimeout(ctx, j.timeout)
 		select {
 		case <-idle:
-		case <-ctx.Done():
+		case <-wctx.Done():
 			j.log.Warn().Str("owner", owner).Msg("creates still running after the release timeout; each deletes its own sandbox when it finishes")
 		}
+		cancel()
 	}
 	if len(namespaces) == 0 {
 		return 0, nil
 	}
-	deleted, err := j.deleteAll(ctx, owner, namespaces)
+	// Its own budget: a create that used up the wait must not leave the rest undeleted.
+	dctx, cancel := context.WithTimeout(ctx, j.timeout)
+	defer cancel()
+	deleted, err := j.deleteAll(dctx, owner, namespaces)
 	ev := j.log.Info()
 	if err != nil {
 		ev = j.log.Warn().Err(err)
