@@ -116,7 +116,7 @@ func (c *Client) CountPrincipal(ctx context.Context, namespace, principal string
 	}
 	n := 0
 	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp == nil && list.Items[i].Labels[PrincipalLabel] == principal {
+		if list.Items[i].DeletionTimestamp == nil { // the selector matched the label
 			n++
 		}
 	}

@@ -56,10 +56,7 @@ func (o *Owners) HTTP(ctx context.Context) (string, error) {
 		o.mu.Unlock()
 		return id, nil
 	}
-	if p, ok := auth.PrincipalFrom(ctx); ok {
-		return ForPrincipal(p), nil
-	}
-	return Anonymous, nil
+	return o.HTTPPrincipal(ctx)
 }
 
 // HTTPPrincipal names the caller behind an HTTP owner, for per-caller caps: the authenticated
