@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
 
@@ -202,7 +203,7 @@ func classify(err error) (Cause, bool) {
 			return CauseTimeout, true
 		}
 		return CauseDNS, true
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case utilnet.IsConnectionRefused(err):
 		return CauseRefused, true
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return CauseUnreachable, true
@@ -216,6 +217,5 @@ func classify(err error) (Cause, bool) {
 }
 
 func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
+	return errors.Is(err, context.DeadlineExceeded) || utilnet.IsTimeout(err)
 }
