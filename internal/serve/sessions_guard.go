@@ -48,7 +48,7 @@ func (s *Sessions) guard(next http.Handler) http.Handler {
 				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "a GET stream needs the Mcp-Session-Id of your session: send initialize first"})
 				return
 			}
-			if id != "" && !s.belongsTo(id, principal) {
+			if id != "" && r.Method == http.MethodDelete && !s.belongsTo(id, principal) {
 				writeJSON(w, http.StatusNotFound, map[string]string{"error": "session not found"})
 				return
 			}
