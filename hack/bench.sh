@@ -2,7 +2,7 @@
 # Benchmarks the server against the raw path to the same sandboxes and writes BENCHMARKS.md:
 # installs what the local stack needs, brings the stack up (reusing a running one), builds the
 # server and the bench tools, and runs bench/cmd/sandbox-bench. Needs root (the stack runs
-# sandboxes under their own uids). About 3-4 minutes per run on 2 cores with the defaults and a
+# a node). The benchmark runs in the stack's network namespace, where pod addresses exist. About 3-4 minutes per run on 2 cores with the defaults and a
 # warm stack (a cold stack build adds about 10 minutes once).
 #
 #   hack/bench.sh                       all six items, default iteration counts
@@ -16,7 +16,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 [ "$(id -u)" = 0 ] || { echo "bench: needs root for the local stack (try: sudo -E $0 $*)" >&2; exit 1; }
 hack/deps.sh
-hack/localstack/build.sh
 was_up=0
 hack/localstack/stack.sh status >/dev/null 2>&1 && was_up=1
 cleanup() { [ "$was_up" = 1 ] || hack/localstack/stack.sh down >/dev/null 2>&1 || true; }
@@ -30,5 +29,5 @@ static() { CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" "$@"; }
 static -o bin/k8s-sandbox-mcp .
 static -o bin/minimal-mcp ./bench/cmd/minimal-mcp
 go build -o bin/sandbox-bench ./bench/cmd/sandbox-bench
-bin/sandbox-bench -server bin/k8s-sandbox-mcp -minimal bin/minimal-mcp -out BENCHMARKS.md \
+hack/localstack/stack.sh exec bin/sandbox-bench -server bin/k8s-sandbox-mcp -minimal bin/minimal-mcp -out BENCHMARKS.md \
   -command "hack/bench.sh${*:+ $*}" "$@"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One command to try the server on one machine: builds the local agent-sandbox stack (cached),
 # brings it up, builds the server and serves it over HTTP on loopback, connected to the stack.
+# Sandboxes are runc containers on the stack's node. The server runs in the stack's network
+# namespace (pod addresses exist only there); a loopback bridge gives the host its address.
 # Usage: [MCP_ADDR=host:port] hack/dev.sh [CONNECTION_TYPE]
 #   CONNECTION_TYPE: sandboxd-in-cluster (default), gateway, direct, in-cluster
 #   MCP_ADDR: where to serve (default 127.0.0.1:8000)
@@ -16,7 +18,7 @@ hack/localstack/stack.sh up >&2
 # The static binary, built as install.sh and deploy/Dockerfile build it.
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/k8s-sandbox-mcp .
 . hack/localstack/versions.sh
-export KUBECONFIG=$LOCALSTACK_CACHE/run/kubeconfig K8S_SANDBOX_DNS_SERVER=127.0.0.1:10053
+export KUBECONFIG=$LOCALSTACK_CACHE/run/kubeconfig K8S_SANDBOX_DNS_SERVER=10.96.0.10:53
 export K8S_SANDBOX_CONNECTION__TYPE=$type
 pool=python-pool
 case $type in
@@ -39,10 +41,15 @@ k8s-sandbox-mcp ($type) at http://$addr/mcp  — warm pool "$pool" in namespace 
   Claude Code:  claude mcp add --transport http k8s-sandbox http://$addr/mcp
   Inspector:    $inspector
   stdio (Claude Desktop "mcpServers" entry):
-    {"k8s-sandbox": {"command": "$root/bin/k8s-sandbox-mcp",
-      "args": ["--kubeconfig", "$KUBECONFIG"],
+    {"k8s-sandbox": {"command": "nsenter", "args": ["--net=/run/netns/k8s-sandbox-mcp", "--", "$root/bin/k8s-sandbox-mcp", "--kubeconfig", "$KUBECONFIG"],
       "env": {"K8S_SANDBOX_CONNECTION__TYPE": "$type"$(env | grep -E '^K8S_SANDBOX_(CONNECTION__[A-Z_]+|DNS_SERVER)=' | grep -v __TYPE= | sed -E 's/^([^=]+)=(.*)$/, "\1": "\2"/' | tr -d '\n')}}}
 MSG
 # The stack scripts' own settings are not the server's (it would warn that they are unknown).
 unset K8S_SANDBOX_MCP_CACHE K8S_SANDBOX_MCP_ADDR
-exec bin/k8s-sandbox-mcp --http "$addr" --kubeconfig "$KUBECONFIG"
+# The host's $addr, one socat per connection into the netns where the server listens.
+netns=/run/netns/k8s-sandbox-mcp
+socat TCP-LISTEN:"${addr##*:}",bind="${addr%:*}",fork,reuseaddr \
+  EXEC:"nsenter --net=$netns -- socat STDIO TCP\:$addr" &
+bridge=$!
+trap 'kill $bridge 2>/dev/null' EXIT
+nsenter --net="$netns" -- bin/k8s-sandbox-mcp --http "$addr" --kubeconfig "$KUBECONFIG"

@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # Runs every test (the end-to-end packages are behind the e2e build tag, so plain `go test ./...`
-# runs the unit tests only): installs what they need, builds the local stack's binaries (cached outside
-# the clone), then go vet and go test over the whole module. End-to-end tests bring the local
-# stack up themselves (or reuse a running one); a stack this script started is stopped after.
+# runs the unit tests only): installs what they need, builds the local stack's binaries and
+# images (cached outside the clone) and brings the stack up, then go vet and go test over the
+# whole module. The end-to-end packages run inside the stack's network namespace, where pod
+# addresses exist. A stack this script started is stopped after.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 hack/deps.sh
-hack/localstack/build.sh
 was_up=0
 hack/localstack/stack.sh status >/dev/null 2>&1 && was_up=1
 cleanup() { [ "$was_up" = 1 ] || hack/localstack/stack.sh down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
+hack/localstack/stack.sh up >/dev/null
 go vet -tags e2e ./...
 # Packages that share the one local stack run one at a time (one of them stops and restarts the
 # API server); everything else runs in parallel first.
 stackpkgs=(./internal/localstack ./internal/e2e)
 mapfile -t others < <(go list ./... | grep -v -e '/internal/localstack$' -e '/internal/e2e$')
 go test -count=1 -timeout 20m "$@" "${others[@]}"
-go test -tags e2e -count=1 -timeout 45m -p 1 "$@" "${stackpkgs[@]}"
+hack/localstack/stack.sh exec go test -tags e2e -count=1 -timeout 45m -p 1 "$@" "${stackpkgs[@]}"

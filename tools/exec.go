@@ -32,6 +32,27 @@ type ExecResult struct {
 	StderrTotalChars int    `json:"stderr_total_chars" jsonschema:"code points of stderr before truncation"`
 	StdoutTruncated  bool   `json:"stdout_truncated" jsonschema:"true when part of stdout was omitted"`
 	StderrTruncated  bool   `json:"stderr_truncated" jsonschema:"true when part of stderr was omitted"`
+	Note             string `json:"note,omitempty" jsonschema:"why the command ended the way it did, when the exit code alone does not say"`
+}
+
+// exitNote explains the exit codes a model cannot read on its own: a command killed by a
+// signal. In a container the usual SIGKILL is the out-of-memory killer at the sandbox's memory
+// limit. sandboxd reports -1 when the process it ran was itself killed by a signal (it does not
+// say which); a shell reports 128+N for a child killed by signal N.
+func exitNote(code int) string {
+	switch {
+	case code == 137 || code == -1:
+		which := "SIGKILL (exit code 137)"
+		if code == -1 {
+			which = "a signal (the sandbox's runtime reports -1 and not which one)"
+		}
+		return "The command was killed by " + which + ". In a sandbox this is most often the out-of-memory killer: " +
+			"the command needed more memory than the sandbox's limit. Use less memory (smaller inputs, streaming, " +
+			"fewer parallel jobs) or a sandbox from a template with a higher memory limit."
+	case code > 128 && code <= 128+64:
+		return fmt.Sprintf("The command was killed by signal %d (exit code %d).", code-128, code)
+	}
+	return ""
 }
 
 func execTool(d Deps) server.ServerTool {
@@ -103,7 +124,7 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 	out := capture.Result()
 	res := &ExecResult{ExitCode: r.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr,
 		StdoutTotalChars: out.StdoutTotalChars, StderrTotalChars: out.StderrTotalChars,
-		StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated}
+		StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated, Note: exitNote(r.ExitCode)}
 	if err != nil {
 		return res, ref, err
 	}

@@ -34,7 +34,7 @@ ALL_IMAGES="pause forward sandboxd python-runtime server coredns metrics-server"
 # The Debian base of the sandboxd and python-runtime images (one shared layer): what
 # upstream's images give a command to run (debian:bookworm-slim's shell and tools, plus
 # ca-certificates and procps), without apt, dpkg or perl.
-BASE_PKGS="base-files bash dash coreutils grep sed findutils diffutils tar gzip mawk hostname procps ca-certificates debianutils"
+BASE_PKGS="base-files bash dash coreutils util-linux grep sed findutils diffutils tar gzip mawk hostname procps ca-certificates debianutils"
 # The python runtime's layer: Debian's python3 and the server upstream's runtime needs. Its
 # requirements.txt also installs pandas, scikit-learn and lightgbm for the model's own use:
 # left out here (they would be most of the image).

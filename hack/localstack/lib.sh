@@ -5,24 +5,39 @@ PIDS=$RUN/pids
 LOGS=$RUN/logs
 export KUBECONFIG=$RUN/kubeconfig
 export PATH=$KUBE_BIN:$PATH
+# Every component but the API bridge runs in this network namespace: pod addresses, Service
+# addresses and the node's address exist only there. Its loopback carries the control plane's
+# ports; the host's loopback only the bridge to the API server (same port).
+NETNS=k8s-sandbox-mcp
+NS_PATH=/run/netns/$NETNS
+NODE_NAME=localstack-node
+NODE_IP=10.243.0.1 # on the netns's loopback device
+POD_CIDR=10.244.0.0/24
+CLUSTER_CIDR=10.244.0.0/16
+SERVICE_CIDR=10.96.0.0/16
+DNS_IP=10.96.0.10
+METRICS_IP=10.96.0.11
+API_PORT=16443
+APISERVER_URL=https://127.0.0.1:$API_PORT
 ETCD_URL=http://127.0.0.1:12379
-APISERVER_URL=https://127.0.0.1:16443
-ROUTER_IP=127.0.0.254
-DNS_ADDR=127.0.0.1:10053
-UID_BASE=2000000
+ROUTER_IP=127.0.0.254 # in the netns
+NODE_DIR=/var/lib/k8s-sandbox-mcp/node
+NODE_RUN=/run/k8s-sandbox-mcp
+SOCK=$NODE_RUN/containerd.sock
+HOSTNET=$NODE_RUN/hostnet # a handle on the host's network namespace, for the API bridge
 # Start order; stop_all goes in reverse.
-COMPONENTS="etcd kube-apiserver kube-controller-manager agent-sandbox-controller node-agent sandbox-router"
-
-# Sandbox processes run under uids that may not traverse a private home: their files and
-# binaries then live under /var/lib instead of $RUN.
-if [ "$(id -u)" = 0 ] && ! setpriv --reuid="$UID_BASE" --regid="$UID_BASE" --clear-groups test -x "$RUN" 2>/dev/null; then
-  SANDBOX_DIR=/var/lib/k8s-sandbox-mcp
-else
-  SANDBOX_DIR=$RUN/sandboxes
-fi
+COMPONENTS="etcd kube-apiserver api-bridge kube-controller-manager kube-scheduler containerd kubelet kube-proxy agent-sandbox-controller sandbox-router"
 
 log() { echo "localstack: $*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+in_ns() { nsenter --net="$NS_PATH" -- "$@"; }
+
+# in_stack_netns: whether this process already runs in the stack's network namespace (a test
+# run by hack/test.sh, or `stack.sh exec`).
+in_stack_netns() {
+  [ -e "$NS_PATH" ] && [ "$(stat -L -c %i /proc/self/ns/net)" = "$(stat -L -c %i "$NS_PATH")" ]
+}
 
 # starttime prints field 22 of /proc/<pid>/stat: with the pid it identifies a process, so a
 # stale pid file never makes us signal an unrelated process that reused the pid. It fails for
@@ -38,12 +53,13 @@ starttime() {
 }
 
 # start <name> <cmd...>: runs cmd in its own session (so its process group holds all its
-# helpers), logs to $LOGS/<name>.log and records "pid starttime" in $PIDS/<name>.pid.
+# helpers) inside the stack's netns, logs to $LOGS/<name>.log and records "pid starttime" in
+# $PIDS/<name>.pid. nsenter execs cmd: the pid is the component's.
 start() {
   local name=$1
   shift
   # 9>&-: the stack lock's fd must not outlive this script in the daemons.
-  setsid "$@" </dev/null >>"$LOGS/$name.log" 2>&1 9>&- &
+  setsid nsenter --net="$NS_PATH" -- "$@" </dev/null >>"$LOGS/$name.log" 2>&1 9>&- &
   local pid=$!
   echo "$pid $(starttime "$pid")" >"$PIDS/$name.pid"
 }
@@ -57,184 +73,54 @@ live_pid() {
   echo "$pid"
 }
 
-# stop_all stops every component of the pid files (SIGTERM to its process group, SIGKILL
-# after 5 s: etcd's data is wiped by the next up anyway), then kills whatever still runs
-# under a sandbox uid, and checks that nothing is left.
-stop_all() {
-  local name pid pids=() comps
-  comps=$(echo "$COMPONENTS" | tr ' ' '\n' | tac)
-  for name in $comps; do
-    if pid=$(live_pid "$name"); then
-      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-      pids+=("$name:$pid")
-    fi
-  done
-  # kube-apiserver stops listening at once but may linger ~30 s draining: 5 s is plenty.
-  local deadline=$((SECONDS + 5)) entry left
-  while :; do
-    left=()
-    for entry in "${pids[@]}"; do
-      live_pid "${entry%%:*}" >/dev/null && left+=("$entry")
-    done
-    [ ${#left[@]} -gt 0 ] && [ $SECONDS -lt $deadline ] || break
-    sleep 0.1
-  done
-  for entry in "${left[@]}"; do
-    [ -n "${LOCALSTACK_DEBUG:-}" ] && log "${entry%%:*} still runs 5 s after SIGTERM: SIGKILL"
-    kill -KILL -- "-${entry##*:}" 2>/dev/null || kill -KILL "${entry##*:}" 2>/dev/null || true
-  done
-  # Members of a component's process group that outlived its leader.
-  for entry in "${pids[@]}"; do
-    kill -KILL -- "-${entry##*:}" 2>/dev/null || true
-  done
+# stop_one <name> <seconds>: SIGTERM to the component's process group, SIGKILL after <seconds>.
+stop_one() {
+  local pid deadline=$((SECONDS + $2))
+  pid=$(live_pid "$1") || { rm -f "$PIDS/$1.pid"; return 0; }
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  while live_pid "$1" >/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+  [ -z "${LOCALSTACK_DEBUG:-}" ] || ! live_pid "$1" >/dev/null || log "$1 still runs $2 s after SIGTERM: SIGKILL"
+  kill -KILL -- "-$pid" 2>/dev/null || true
   deadline=$((SECONDS + 5))
-  for name in $COMPONENTS; do
-    while live_pid "$name" >/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
-  done
-  if [ -x "$RUN/bin/localstack-agent" ]; then
-    "$RUN/bin/localstack-agent" reap --uid-base="$UID_BASE" 2>/dev/null
-  fi
-  for name in $COMPONENTS; do
-    if pid=$(live_pid "$name"); then die "$name (pid $pid) still runs"; fi
-    rm -f "$PIDS/$name.pid"
-  done
-  rm -rf "${SANDBOX_DIR:?}/pods"
+  while live_pid "$1" >/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+  if pid=$(live_pid "$1"); then die "$1 (pid $pid) still runs"; fi
+  rm -f "$PIDS/$1.pid"
 }
 
-# wait_for <what> <seconds> <cmd...>: retries cmd until it succeeds; fails early when the
-# component of that name has died.
+# wait_for <what> <seconds> <cmd...>: retries cmd until it succeeds; fails early, naming the
+# log to read, when the component of that name has died.
 wait_for() {
   local what=$1 secs=$2
   shift 2
   local deadline=$((SECONDS + secs))
   until "$@" >/dev/null 2>&1; do
     if [ -f "$PIDS/$what.pid" ] && ! live_pid "$what" >/dev/null; then
-      tail -n 30 "$LOGS/$what.log" >&2 || true
+      tail -n 20 "$LOGS/$what.log" >&2 || true
       die "$what exited (log: $LOGS/$what.log)"
     fi
     if [ $SECONDS -ge $deadline ]; then
-      [ -f "$LOGS/$what.log" ] && tail -n 30 "$LOGS/$what.log" >&2
-      die "timed out after ${secs}s waiting for $what"
+      [ -f "$LOGS/$what.log" ] && tail -n 20 "$LOGS/$what.log" >&2
+      die "timed out after ${secs}s waiting for $what (log: $LOGS/$what.log)"
     fi
     sleep 0.2
   done
-}
-
-healthy() {
-  local name
-  for name in $COMPONENTS; do live_pid "$name" >/dev/null || return 1; done
-  [ -f "$RUN/env" ] &&
-    curl -fsS -m 2 "$ETCD_URL/health" >/dev/null 2>&1 &&
-    kubectl get --raw=/readyz --request-timeout=2s >/dev/null 2>&1 &&
-    curl -fsSk -m 2 https://127.0.0.1:16257/healthz >/dev/null 2>&1 &&
-    curl -fsS -m 2 http://127.0.0.1:18081/healthz >/dev/null 2>&1 &&
-    curl -fsS -m 2 http://127.0.0.1:10054/healthz >/dev/null 2>&1 &&
-    curl -fsS -m 2 "http://$ROUTER_IP:8081/readyz" >/dev/null 2>&1
 }
 
 pool_ready() { # pool_ready <ns> <pool> <n>
   [ "$(kubectl -n "$1" get sandboxwarmpool "$2" -o jsonpath='{.status.readyReplicas}')" = "$3" ]
 }
 
-# make_pki creates (once) a CA, the apiserver serving cert, an admin client cert
-# (system:masters), the service-account key pair and the admin kubeconfig.
-make_pki() {
-  mkdir -p "$PKI"
-  if [ ! -f "$PKI/done" ]; then
-    (
-      cd "$PKI"
-      openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj /CN=localstack-ca 2>/dev/null
-      sign() { # sign <name> <subject> <extensions>
-        openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
-        openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 3650 \
-          -extfile <(printf '%b' "$3") 2>/dev/null
-        rm -f "$1.csr"
-      }
-      sign apiserver /CN=kube-apiserver "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment"
-      sign admin "/O=system:masters/CN=localstack-admin" "extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment"
-      openssl genrsa -out sa.key 2048 2>/dev/null
-      openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-      chmod 600 ./*.key
-      touch done
-    )
-  fi
-  local b64="base64 -w0"
-  cat >"$KUBECONFIG.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: localstack
-  cluster:
-    server: $APISERVER_URL
-    certificate-authority-data: $($b64 <"$PKI/ca.crt")
-users:
-- name: localstack-admin
-  user:
-    client-certificate-data: $($b64 <"$PKI/admin.crt")
-    client-key-data: $($b64 <"$PKI/admin.key")
-contexts:
-- name: localstack
-  context:
-    cluster: localstack
-    user: localstack-admin
-    namespace: default
-current-context: localstack
-EOF
-  chmod 600 "$KUBECONFIG.tmp"
-  mv "$KUBECONFIG.tmp" "$KUBECONFIG"
+# render <manifest>: the manifest with the stack's values in place of its @NAME@ placeholders.
+render() {
+  sed -e "s|@NODE_NAME@|$NODE_NAME|g; s|@NODE_IP@|$NODE_IP|g; s|@DNS_IP@|$DNS_IP|g" \
+    -e "s|@METRICS_IP@|$METRICS_IP|g; s|@COREDNS_IMAGE@|${COREDNS_IMAGE:-}|g" \
+    -e "s|@METRICS_SERVER_IMAGE@|${METRICS_SERVER_IMAGE:-}|g" \
+    -e "s|@CA_BUNDLE@|$(base64 -w0 <"$PKI/ca.crt")|g" "$1"
 }
 
-apply_objects() { # apply_objects <manifests dir>
-  kubectl apply --server-side -f "$1/gateway.yaml" >/dev/null
-  kubectl -n default apply --server-side -f "$1/sandbox-pools.yaml" >/dev/null
-}
-
-# Connection settings per connection type: one line each, "<KIND> <KEY=VALUE>...".
-connections() {
-  cat <<EOF
-GATEWAY K8S_SANDBOX_CONNECTION__TYPE=gateway K8S_SANDBOX_CONNECTION__GATEWAY_NAME=sandbox-gateway K8S_SANDBOX_CONNECTION__GATEWAY_NAMESPACE=default
-DIRECT K8S_SANDBOX_CONNECTION__TYPE=direct K8S_SANDBOX_CONNECTION__API_URL=http://$ROUTER_IP:80
-IN_CLUSTER_POD_IP K8S_SANDBOX_CONNECTION__TYPE=in-cluster K8S_SANDBOX_CONNECTION__USE_POD_IP=true
-IN_CLUSTER_DNS K8S_SANDBOX_CONNECTION__TYPE=in-cluster K8S_SANDBOX_CONNECTION__USE_POD_IP=false K8S_SANDBOX_DNS_SERVER=$DNS_ADDR
-SANDBOXD_POD_IP K8S_SANDBOX_CONNECTION__TYPE=sandboxd-in-cluster K8S_SANDBOX_CONNECTION__MODE=in-cluster-pod-ip
-SANDBOXD_SERVICE K8S_SANDBOX_CONNECTION__TYPE=sandboxd-in-cluster K8S_SANDBOX_CONNECTION__MODE=in-cluster-service K8S_SANDBOX_DNS_SERVER=$DNS_ADDR
-EOF
-}
-
-# write_env writes $RUN/env (KEY=VALUE lines) for internal/localstack. Connection settings
-# are CONN_<KIND>=<KEY=VALUE>,<KEY=VALUE>...
-write_env() {
-  {
-    echo "KUBECONFIG=$KUBECONFIG"
-    echo "RUN_DIR=$RUN"
-    echo "APISERVER_URL=$APISERVER_URL"
-    echo "NODE_NAME=localstack-node"
-    echo "ROUTER_URL=http://$ROUTER_IP:80"
-    echo "GATEWAY_NAME=sandbox-gateway"
-    echo "GATEWAY_NAMESPACE=default"
-    echo "GATEWAY_ADDRESS=$ROUTER_IP"
-    echo "K8S_SANDBOX_DNS_SERVER=$DNS_ADDR"
-    echo "SANDBOXD_POOL=sandboxd-pool"
-    echo "PYTHON_POOL=python-pool"
-    echo "PODS_DIR=$SANDBOX_DIR/pods"
-    echo "UID_BASE=$UID_BASE"
-    local kind rest
-    connections | while read -r kind rest; do echo "CONN_$kind=${rest// /,}"; done
-  } >"$RUN/env.tmp"
-  mv "$RUN/env.tmp" "$RUN/env"
-}
-
-cmd_env_print() {
-  cat <<EOF
-# Local agent-sandbox stack ($RUN). Warm pools in namespace default:
-# python-pool (python runtime, port 8888; gateway/direct/in-cluster) and
-# sandboxd-pool (sandboxd REST 8080 + gRPC 9090; sandboxd-in-cluster).
-export KUBECONFIG=$KUBECONFIG
-# Pick one connection type:
-EOF
-  local kind rest first=1
-  while read -r kind rest; do
-    echo "# $(echo "$kind" | tr 'A-Z_' 'a-z ')"
-    if [ $first = 1 ]; then echo "export $rest"; first=0; else echo "# export $rest"; fi
-  done < <(connections)
+apply() { # apply <manifest>...
+  local m
+  for m in "$@"; do
+    render "$m" | kubectl apply --server-side --force-conflicts -f - >/dev/null || die "applying $m failed"
+  done
 }

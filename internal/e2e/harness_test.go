@@ -180,10 +180,16 @@ func call[T any](t *testing.T, cs *mcp.ClientSession, tool string, args map[stri
 	if res.IsError {
 		t.Fatalf("%s(%v) failed: %s", tool, args, resultText(res))
 	}
+	return decode[T](t, res)
+}
+
+// decode decodes a tool result's structured content.
+func decode[T any](t *testing.T, res *mcp.CallToolResult) T {
+	t.Helper()
 	var out T
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("%s: structured content %s: %v", tool, b, err)
+		t.Fatalf("structured content %s: %v", b, err)
 	}
 	return out
 }

@@ -22,6 +22,7 @@ type (
 		StdoutTotalChars int    `json:"stdout_total_chars"`
 		StdoutTruncated  bool   `json:"stdout_truncated"`
 		StderrTruncated  bool   `json:"stderr_truncated"`
+		Note             string `json:"note"`
 	}
 	listResult struct {
 		Entries []struct {

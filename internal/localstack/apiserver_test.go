@@ -32,7 +32,7 @@ func TestAPIServerStopAndStart(t *testing.T) {
 	if _, err := s.Kube.Discovery().ServerVersion(); err != nil {
 		t.Fatalf("apiserver down after StartAPIServer: %v", err)
 	}
-	// The controllers and the node agent reconnect: a claim still gets Ready.
+	// The controllers and the kubelet reconnect: a claim still gets Ready.
 	ns := s.Namespace(t)
 	if _, err := s.Claim(testContext(t), ns.Name, localstack.PythonPool); err != nil {
 		t.Fatal(err)

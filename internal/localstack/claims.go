@@ -81,8 +81,8 @@ func WaitGone(ctx context.Context, get func(ctx context.Context) error) error {
 	})
 }
 
-// Resolver resolves cluster DNS names (<svc>.<ns>.svc.cluster.local) with the node agent's
-// DNS server, the stack's stand-in for CoreDNS.
+// Resolver resolves cluster DNS names (<svc>.<ns>.svc.cluster.local) with the stack's
+// CoreDNS, at its Service address.
 func (s *Stack) Resolver() *net.Resolver {
 	addr := s.Env["K8S_SANDBOX_DNS_SERVER"]
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {

@@ -12,12 +12,15 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/types"
 	processv1 "sigs.k8s.io/agent-sandbox/packages/sandboxd/spec/process/v1"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
@@ -167,4 +170,28 @@ func running(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// podProcesses returns the processes in a pod's cgroups (the kubelet's cgroupfs layout names
+// them pod<UID>), pid -> command name. The test runs in the host's pid namespace.
+func podProcesses(t *testing.T, uid types.UID) map[int]string {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := "/pod" + string(uid) + "/"
+	out := map[int]string{}
+	for _, d := range dirs {
+		cg, err := os.ReadFile(d + "/cgroup")
+		if err != nil || !strings.Contains(string(cg), mark) {
+			continue
+		}
+		comm, err := os.ReadFile(d + "/comm")
+		pid, perr := strconv.Atoi(filepath.Base(d))
+		if err == nil && perr == nil && running(pid) {
+			out[pid] = strings.TrimSpace(string(comm))
+		}
+	}
+	return out
 }

@@ -78,9 +78,10 @@ func (s *Stack) NewNamespace(ctx context.Context, prefix string, replicas int32)
 	return n, nil
 }
 
-// installPools creates the templates and pools of hack/localstack/manifests/sandbox-pools.yaml.
+// installPools creates the templates and pools of the example manifests shipped for users
+// (deploy/examples/sandbox-pools.yaml), as stack.sh does in namespace default.
 func (n *Namespace) installPools(ctx context.Context, replicas int32) error {
-	f, err := os.Open(filepath.Join(n.stack.RepoRoot, "hack", "localstack", "manifests", "sandbox-pools.yaml"))
+	f, err := os.Open(filepath.Join(n.stack.RepoRoot, "deploy", "examples", "sandbox-pools.yaml"))
 	if err != nil {
 		return fmt.Errorf("pool manifests: %w", err)
 	}
@@ -125,8 +126,8 @@ func (n *Namespace) installPools(ctx context.Context, replicas int32) error {
 	}
 }
 
-// Delete removes the namespace and waits until no pod of it is left (the node agent has then
-// stopped their processes). It keeps trying while the API server is unreachable: a test on the
+// Delete removes the namespace and waits until no pod of it is left (the kubelet has then
+// stopped their containers). It keeps trying while the API server is unreachable: a test on the
 // same stack may be restarting it.
 func (n *Namespace) Delete(ctx context.Context) error {
 	var last error
@@ -164,20 +165,4 @@ func (s *Stack) WaitPoolReady(ctx context.Context, ns, pool string, ready int32)
 		return fmt.Errorf("warm pool %s/%s: %d ready, want %d: %w", ns, pool, last, ready, err)
 	}
 	return nil
-}
-
-// DaemonPIDs returns the PIDs the node agent runs for a pod, by daemon name
-// ("sandboxd", "python"), from the pod's PIDsAnnotation.
-func (s *Stack) DaemonPIDs(ctx context.Context, ns, pod string) (map[string]int, error) {
-	p, err := s.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("get pod: %w", err)
-	}
-	return parsePIDs(p.Annotations[PIDsAnnotation])
-}
-
-// PodDir is the host directory of a pod (its workspace/ and app/ subdirectories are
-// sandboxd's root and the python runtime's /app).
-func (s *Stack) PodDir(p *corev1.Pod) string {
-	return filepath.Join(s.Env["PODS_DIR"], p.Namespace+"_"+p.Name+"_"+string(p.UID))
 }

@@ -1,8 +1,10 @@
 // Package localstack gives end-to-end tests the project's local agent-sandbox stack
-// (hack/localstack/stack.sh): a real kube-apiserver, the real agent-sandbox controller and
-// router, and a node agent running the real sandbox daemons as host processes. The stack is
-// global per machine: Start brings it up once and every test package reuses it; each test
-// gets its own namespace with its own warm pools.
+// (hack/localstack/stack.sh): a one-node cluster of real components (control plane, kubelet
+// with containerd and runc, kube-proxy, CoreDNS, metrics-server) with the real agent-sandbox
+// controller and router. The stack is global per machine: Start brings it up once and every
+// test package reuses it; each test gets its own namespace with its own warm pools. Pod
+// addresses exist only in the stack's network namespace, so the test process must run there
+// (hack/test.sh runs it with `stack.sh exec`).
 package localstack
 
 import (
@@ -14,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"k8s.io/client-go/kubernetes"
@@ -24,15 +25,12 @@ import (
 	extclient "sigs.k8s.io/agent-sandbox/clients/k8s/extensions/clientset/versioned"
 )
 
-// PIDsAnnotation is the pod annotation where the node agent records its daemons' PIDs.
-const PIDsAnnotation = "localstack.k8s-sandbox-mcp/pids"
-
 // Stack is a running local stack.
 type Stack struct {
 	Kubeconfig string
 	// Env holds the KEY=VALUE lines of the stack's run/env file: KUBECONFIG, APISERVER_URL,
 	// ROUTER_URL, GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_ADDRESS, K8S_SANDBOX_DNS_SERVER,
-	// NODE_NAME, RUN_DIR, PODS_DIR, UID_BASE, SANDBOXD_POOL, PYTHON_POOL and CONN_<KIND>.
+	// NODE_NAME, NETNS, RUN_DIR, POOLS_MANIFEST, SANDBOXD_POOL, PYTHON_POOL and CONN_<KIND>.
 	Env        map[string]string
 	RestConfig *rest.Config
 	Kube       kubernetes.Interface
@@ -54,6 +52,9 @@ func Start(ctx context.Context) (*Stack, error) {
 		return nil, err
 	}
 	if s.Env, err = readEnv(ctx, filepath.Join(root, "hack", "localstack")); err != nil {
+		return nil, err
+	}
+	if err := inNetNS(s.Env["NETNS"]); err != nil {
 		return nil, err
 	}
 	s.Kubeconfig = s.Env["KUBECONFIG"]
@@ -156,19 +157,20 @@ func repoRoot() (string, error) {
 	return filepath.Abs(root)
 }
 
-// parsePIDs parses "sandboxd=123,python=456".
-func parsePIDs(v string) (map[string]int, error) {
-	out := map[string]int{}
-	if v == "" {
-		return out, nil
+// inNetNS fails unless this process runs in the network namespace at path: only there do
+// pod and Service addresses exist.
+func inNetNS(path string) error {
+	want, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("localstack: the stack's network namespace: %w", err)
 	}
-	for _, kv := range strings.Split(v, ",") {
-		k, pv, ok := strings.Cut(kv, "=")
-		pid, err := strconv.Atoi(pv)
-		if !ok || k == "" || err != nil || pid <= 0 {
-			return nil, fmt.Errorf("bad %s entry %q", PIDsAnnotation, kv)
-		}
-		out[k] = pid
+	self, err := os.Stat("/proc/self/ns/net")
+	if err != nil {
+		return fmt.Errorf("localstack: %w", err)
 	}
-	return out, nil
+	if !os.SameFile(want, self) {
+		return fmt.Errorf("localstack: this test must run in the stack's network namespace %s, where pod addresses exist: "+
+			"run it as `hack/localstack/stack.sh exec go test ...` (hack/test.sh does)", path)
+	}
+	return nil
 }

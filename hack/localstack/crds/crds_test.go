@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,11 +72,16 @@ func TestPatchCRD(t *testing.T) {
 
 // The real upstream CRDs must come out with v1beta1 only and no webhook.
 func TestWritePatchedCRDsOnUpstreamCRDs(t *testing.T) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/agent-sandbox").Output()
+	// download, not list: on a fresh machine the module may not be in the cache yet.
+	out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/agent-sandbox").Output()
 	if err != nil {
-		t.Skipf("agent-sandbox module not available: %v", err)
+		t.Fatalf("agent-sandbox module: %v", err)
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "k8s", "crds")
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download: %q: %v", out, err)
+	}
+	dir := filepath.Join(mod.Dir, "k8s", "crds")
 	var buf bytes.Buffer
 	if err := writePatchedCRDs(&buf, dir); err != nil {
 		t.Fatal(err)

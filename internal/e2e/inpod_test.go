@@ -1,0 +1,149 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	serverNS     = "k8s-sandbox-mcp" // deploy/namespace.yaml
+	serverDeploy = "k8s-sandbox-mcp" // deploy/deployment.yaml
+)
+
+// kubectl runs the stack's kubectl and fails the test with its output on error.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(stack.Env["KUBECTL"], append([]string{"--kubeconfig", stack.Kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestServerAsAPod deploys the server from deploy/ (Deployment, ServiceAccount, RBAC, probes,
+// the tokens Secret; in-cluster config) as a pod on the node and drives every tool through its
+// Service from outside the pod, for each in-cluster connection type; then kills the pod
+// mid-run: the Deployment replaces it and a sessionless client carries on with its sandbox.
+func TestServerAsAPod(t *testing.T) {
+	// Not parallel: it uses namespace default's pools, which deploy/ allows, and a fixed namespace.
+	ctx := t.Context()
+	token := randomHex(t)
+	kubectl(t, "apply", "-f", stack.RepoRoot+"/deploy/namespace.yaml")
+	t.Cleanup(func() {
+		_, _ = exec.Command(stack.Env["KUBECTL"], "--kubeconfig", stack.Kubeconfig, "delete", "-k", stack.Env["SERVER_OVERLAY"],
+			"--ignore-not-found", "--wait=true", "--timeout=90s").CombinedOutput()
+	})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "k8s-sandbox-mcp-tokens", Namespace: serverNS},
+		StringData: map[string]string{"tokens": "alice:" + token + "\n"}}
+	if _, err := stack.Kube.CoreV1().Secrets(serverNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "apply", "-k", stack.Env["SERVER_OVERLAY"])
+	svc, err := stack.Kube.CoreV1().Services(serverNS).Get(ctx, serverDeploy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+
+	settings := []struct {
+		name, pool string
+		env        map[string]string
+	}{
+		{"sandboxd-pod-ip", "sandboxd-pool", map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "sandboxd-in-cluster", "K8S_SANDBOX_CONNECTION__MODE": "in-cluster-pod-ip"}},
+		{"sandboxd-service", "sandboxd-pool", map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "sandboxd-in-cluster", "K8S_SANDBOX_CONNECTION__MODE": "in-cluster-service"}},
+		{"in-cluster-pod-ip", "python-pool", map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONNECTION__USE_POD_IP": "true"}},
+		{"in-cluster-dns", "python-pool", map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONNECTION__USE_POD_IP": "false"}},
+	}
+	for i, s := range settings {
+		if i > 0 { // the first is deploy/configmap.yaml's own setting
+			patch := `{"data":{`
+			first := true
+			for k, v := range s.env {
+				if !first {
+					patch += ","
+				}
+				patch += fmt.Sprintf("%q:%q", k, v)
+				first = false
+			}
+			if _, ok := s.env["K8S_SANDBOX_CONNECTION__MODE"]; !ok {
+				patch += `,"K8S_SANDBOX_CONNECTION__MODE":null`
+			}
+			patch += "}}"
+			kubectl(t, "-n", serverNS, "patch", "configmap", serverDeploy, "--type=merge", "-p", patch)
+			kubectl(t, "-n", serverNS, "rollout", "restart", "deploy/"+serverDeploy)
+		}
+		kubectl(t, "-n", serverNS, "rollout", "status", "deploy/"+serverDeploy, "--timeout=120s")
+		t.Run(s.name, func(t *testing.T) {
+			cs, err := authSession(t, base, token, "")
+			if err != nil {
+				t.Fatalf("connecting to the server's Service: %v", err)
+			}
+			scenario(t, cs, "default", s.pool)
+		})
+	}
+
+	t.Run("pod killed mid-run", func(t *testing.T) {
+		cs, err := authSession(t, base, token, "") // the default era: sessionless
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := call[createResult](t, cs, "create_sandbox", map[string]any{"warmpool": "python-pool", "namespace": "default"})
+		t.Cleanup(func() {
+			_ = stack.Extensions.ExtensionsV1beta1().SandboxClaims("default").Delete(context.Background(), c.SandboxClaimName, metav1.DeleteOptions{})
+		})
+		claim := map[string]any{"sandbox_claim_name": c.SandboxClaimName, "namespace": "default"}
+		pods, err := stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
+		if err != nil || len(pods.Items) != 1 {
+			t.Fatalf("server pods: %v %v", pods, err)
+		}
+		old := pods.Items[0]
+		zero := int64(0)
+		if err := stack.Kube.CoreV1().Pods(serverNS).Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		// The replacement's readiness gates the Service; until then calls fail at the transport.
+		var ex execResult
+		waitFor(t, 120*time.Second, func() bool {
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "execute_command", Arguments: map[string]any{
+				"sandbox_claim_name": claim["sandbox_claim_name"], "namespace": "default", "command": "hostname; echo carried-on"}})
+			if err != nil || res.IsError {
+				return false
+			}
+			ex = decode[execResult](t, res)
+			return true
+		})
+		if !strings.HasSuffix(ex.Stdout, "carried-on\n") {
+			t.Errorf("after the replacement: %+v", ex)
+		}
+		pods, _ = stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
+		for _, p := range pods.Items {
+			if p.Name == old.Name {
+				t.Errorf("the killed pod %s still serves", old.Name)
+			}
+		}
+		call[map[string]any](t, cs, "delete_sandbox", claim)
+		claimGone(t, "default", c.SandboxClaimName, 30*time.Second)
+	})
+}
+
+func randomHex(t *testing.T) string {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
