@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine with Go: Debian packages for the
-# python runtime and the stack, and a pinned Node 22 + MCP Inspector CLI under the cache.
+# stack and its node, and a pinned Node 22 + MCP Inspector CLI under the cache.
 # Idempotent and quiet when everything is there.
 # `deps.sh node` installs only what the real node runs with (hack/localstack/build-node.sh).
 set -euo pipefail
@@ -28,7 +28,10 @@ if [ "${1:-}" = node ]; then
   exit 0
 fi
 
-apt_missing python3 python3-fastapi python3-uvicorn python3-multipart openssl util-linux procps
+# python3: conn's quoting test compares with the real shlex.split. The images bring their own
+# (hack/localstack/images.sh downloads Debian packages for them).
+apt_missing python3 openssl curl util-linux procps
+"$0" node
 
 # The Inspector CLI needs Node >= 22.19; the machine's Node may be older, so take Node 22
 # from the npm registry too. Pinned versions, installed once per cache.

@@ -33,6 +33,10 @@ type Deps struct {
 	Log              zerolog.Logger
 	// HeartbeatEvery paces execute_command progress notifications; 0 means 2 s.
 	HeartbeatEvery time.Duration
+	// StoppedWithin bounds how long a command killed by a signal waits for the sandbox's
+	// status to show that the sandbox itself stopped; 0 means 3 s (the kubelet marks a
+	// terminating pod not ready within a second or two).
+	StoppedWithin time.Duration
 	// MaxShutdownAfter caps shutdown_after_seconds; 0 means no cap. AllowNoShutdown accepts
 	// null (a sandbox without a TTL, which the spec allows) only when an operator said so.
 	MaxShutdownAfter time.Duration
@@ -65,6 +69,13 @@ func (d Deps) maxDownload() int64 {
 		return d.MaxDownloadBytes
 	}
 	return conn.DefaultMaxDownloadBytes
+}
+
+func (d Deps) stoppedWithin() time.Duration {
+	if d.StoppedWithin > 0 {
+		return d.StoppedWithin
+	}
+	return 3 * time.Second
 }
 
 func (d Deps) heartbeat() time.Duration {

@@ -67,14 +67,17 @@ func advice(op string, ref claimRef, err error) string {
 	case errors.Is(err, conn.ErrNoAddress):
 		return fmt.Sprintf("Could not %s: %v. Check get_sandbox_status; if the sandbox is not ready, wait or recreate it.", op, err)
 	case errors.Is(err, conn.ErrUnreachable):
-		return fmt.Sprintf("Could not %s: %v. The sandbox may be restarting; check get_sandbox_status and retry.", op, err)
+		return fmt.Sprintf("Could not %s in sandbox %q: %v. The sandbox may be restarting; check get_sandbox_status and retry.", op, ref.Name, err)
+	case errors.Is(err, errSandboxStopped):
+		return fmt.Sprintf("Could not %s in sandbox %q: %v. Check get_sandbox_status: once it is ready again (its files outside a persistent volume are gone), "+
+			"run the command again; if it stays not ready, delete it and create a new one.", op, ref.Name, err)
 	case errors.Is(err, context.Canceled):
 		return fmt.Sprintf("Could not %s: the request was cancelled.", op)
 	case errors.As(err, &status):
 		return fmt.Sprintf("Could not %s: Kubernetes API error: %s", op, status.Status().Message)
 	case isConnError(err):
 		// The API server's failures are APIErrors above: this is the way to the sandbox.
-		return fmt.Sprintf("Could not %s: the sandbox is unreachable (%v). Check get_sandbox_status and retry in a few seconds.", op, err)
+		return fmt.Sprintf("Could not %s: sandbox %q is unreachable (%v). Check get_sandbox_status and retry in a few seconds.", op, ref.Name, err)
 	}
 	return fmt.Sprintf("Could not %s: %v", op, err)
 }

@@ -52,7 +52,7 @@ func TestAPIAdvice(t *testing.T) {
 			"Could not get the status: the host name of the Kubernetes API server at https://10.0.0.1:6443 does not resolve (lookup api.example: no such host). " +
 				"Retrying will not help: the person running this server must fix the server URL in the kubeconfig."},
 		{"sandbox side network error", fmt.Errorf("exec: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),
-			"Could not get the status: the sandbox is unreachable (exec: dial tcp: connection refused). Check get_sandbox_status and retry in a few seconds."},
+			"Could not get the status: sandbox \"c\" is unreachable (exec: dial tcp: connection refused). Check get_sandbox_status and retry in a few seconds."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := advice("get the status", claimRef{Namespace: "ns", Name: "c"}, tc.err); got != tc.want {

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
 
@@ -128,7 +129,39 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 	if err != nil {
 		return res, ref, err
 	}
+	if r.ExitCode == -1 && d.sandboxStopped(ctx, a.claimArgs) {
+		return res, ref, errSandboxStopped
+	}
 	return res, ref, nil
+}
+
+// errSandboxStopped: the runtime itself was stopped under the command (its pod deleted or
+// restarted), which a bare exit code of -1 would pass off as the command's own end.
+var errSandboxStopped = errors.New("the sandbox stopped while the command ran (its pod was deleted or restarted), which killed the command")
+
+// sandboxStopped tells a command killed with the sandbox (pod deleted or restarted) from one
+// killed alone (the OOM killer): the Sandbox stops being Ready. Only asked after a signal
+// kill, so ordinary commands pay nothing.
+func (d Deps) sandboxStopped(ctx context.Context, a claimArgs) bool {
+	ref, owner, err := d.caller(ctx, a)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.stoppedWithin())
+	defer cancel()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		st, err := d.Claims.Status(ctx, ref.Namespace, ref.Name, owner)
+		if errors.Is(err, kube.ErrNotFound) || (err == nil && !st.Ready) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // heartbeats sends a progress notification every few seconds while the command runs, carrying

@@ -24,6 +24,7 @@ type fakeClaims struct {
 	created []kube.CreateRequest
 	err     error         // returned by every call when set
 	delay   time.Duration // how long Create takes
+	stopped bool          // Status says not ready (the sandbox's pod went away)
 	// principals holds each claim's principal label.
 	principals map[string]string
 }
@@ -109,6 +110,11 @@ func (f *fakeClaims) Delete(ctx context.Context, ns, name, owner string) error {
 func (f *fakeClaims) Status(ctx context.Context, ns, name, owner string) (kube.Status, error) {
 	if _, err := f.Get(ctx, ns, name, owner); err != nil {
 		return kube.Status{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return kube.Status{Status: "SandboxNotReady", Message: "Pod is terminating"}, nil
 	}
 	return kube.Status{Status: "SandboxReady", Ready: true, Message: "Pod is Ready"}, nil
 }

@@ -240,28 +240,29 @@ build_forward() { # <out>
 }
 
 # build_sandboxd: upstream's packages/sandboxd/Dockerfile: the Debian base, sandboxd in
-# /usr/local/bin, /workspace owned by 1000 as WORKDIR, USER 1000, ports 8080 and 9090.
+# /usr/local/bin, /workspace owned by 1000 as WORKDIR, USER 1000, ports 8080 and 9090. One
+# addition: the python runtime's python3 layer (the same blob), so that a model's python
+# (run_code) works in a sandboxd sandbox too; upstream's image has no interpreter beyond sh.
 build_sandboxd() { # <out>
   local t0=$SECONDS l=$work/sandboxd
-  tools; debian_base
+  tools; debian_base; python_layer
   mkdir -p "$l/usr/local/bin" "$l/workspace"
   cp "$SANDBOX_BIN/sandboxd" "$l/usr/local/bin/sandboxd"
   users "$l" /workspace sandbox 1000
-  cp "$work/base.packages" "$work/packages"
+  cp "$work/python.packages" "$work/packages"
   make_image "$1" "$SANDBOXD_IMAGE" "$t0" -want /usr/local/bin/sandboxd=0:0 -want /workspace=1000:1000 \
-    -want /bin/bash -want /usr/bin/ps -want /etc/ssl/certs/ca-certificates.crt -want /tmp -- -layer "$work/base" -layer "$l" -owner /workspace=1000:1000 \
-    -entrypoint '["/usr/local/bin/sandboxd"]' -user 1000 -workdir /workspace -env "$PATH_ENV" \
+    -want /bin/bash -want /usr/bin/ps -want /usr/bin/setsid -want /usr/bin/python3 -want /etc/ssl/certs/ca-certificates.crt -want /tmp -- \
+    -layer "$work/base" -layer "$work/python" -layer "$l" -owner /workspace=1000:1000 \
+    -entrypoint '["/usr/local/bin/sandboxd"]' -user 1000 -workdir /workspace -env "$PATH_ENV" -env LANG=C.UTF-8 \
     -expose 8080/tcp -expose 9090/tcp
 }
 
-# build_python: upstream's examples/python-runtime-sandbox/Dockerfile: WORKDIR /app holding
-# main.py, owned by 1000, USER 1000, uvicorn on 8888. python:3.14-slim's python and pip
-# packages become Debian's python3 and python3-* packages; uvicorn's console script, which
-# pip would write and Debian does not ship, is written to /usr/local/bin as pip would.
-build_python() { # <out>
-  local t0=$SECONDS py=$work/python app=$work/app base_pkgs pkgs extra
-  [ "$(id -u)" = 0 ] || die "the python-runtime image needs root (its bytecode is compiled in a chroot)"
-  tools; debian_base
+# python_layer: Debian's python3 and the python runtime's packages over the base, with their
+# bytecode, in $work/python (once per run; shared by the python-runtime and sandboxd images).
+python_layer() {
+  [ ! -f "$work/python.packages" ] || return 0
+  local py=$work/python pkgs extra
+  [ "$(id -u)" = 0 ] || die "the python layer needs root (its bytecode is compiled in a chroot)"
   pkgs=$(resolve $BASE_PKGS $PYTHON_PKGS)
   extra=$(comm -13 "$work/base.packages" - <<<"$pkgs")
   new_root "$py"
@@ -272,13 +273,23 @@ build_python() { # <out>
     >"$py/usr/local/bin/uvicorn"
   chmod 0755 "$py/usr/local/bin/uvicorn"
   compile_python "$py"
+  echo "$pkgs" >"$work/python.packages"
+}
+
+# build_python: upstream's examples/python-runtime-sandbox/Dockerfile: WORKDIR /app holding
+# main.py, owned by 1000, USER 1000, uvicorn on 8888. python:3.14-slim's python and pip
+# packages become Debian's python3 and python3-* packages; uvicorn's console script, which
+# pip would write and Debian does not ship, is written to /usr/local/bin as pip would.
+build_python() { # <out>
+  local t0=$SECONDS app=$work/app
+  tools; debian_base; python_layer
   mkdir -p "$app/app"
   cp "$sbx_mod/examples/python-runtime-sandbox/main.py" "$app/app/main.py"
   chmod 0644 "$app/app/main.py"
   users "$app" /app sandbox 1000
-  echo "$pkgs" >"$work/packages"
+  cp "$work/python.packages" "$work/packages"
   make_image "$1" "$PYTHON_IMAGE" "$t0" -want /app/main.py=1000:1000 -want /usr/bin/python3 \
-    -want /usr/local/bin/uvicorn -want /bin/sh -want /usr/lib/python3/dist-packages/fastapi/__pycache__ -- -layer "$work/base" -layer "$py" -layer "$app" -owner /app=1000:1000 \
+    -want /usr/local/bin/uvicorn -want /bin/sh -want /usr/lib/python3/dist-packages/fastapi/__pycache__ -- -layer "$work/base" -layer "$work/python" -layer "$app" -owner /app=1000:1000 \
     -cmd '["uvicorn","main:app","--host","0.0.0.0","--port","8888","--log-level","trace"]' \
     -user 1000 -workdir /app -env "$PATH_ENV" -env LANG=C.UTF-8 -expose 8888/tcp
 }
