@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -113,27 +112,31 @@ func TestServerAsAPod(t *testing.T) {
 		if err := stack.Kube.CoreV1().Pods(serverNS).Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
 		}
-		// The replacement's readiness gates the Service; until then calls fail at the transport.
-		var ex execResult
+		// The Deployment replaces it; the same sessionless client, through the Service, then
+		// carries on with the sandbox it created before (ownership is the principal's label).
+		var replacement string
 		waitFor(t, 120*time.Second, func() bool {
-			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "execute_command", Arguments: map[string]any{
-				"sandbox_claim_name": claim["sandbox_claim_name"], "namespace": "default", "command": "hostname; echo carried-on"}})
-			if err != nil || res.IsError {
+			pods, err := stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
+			if err != nil {
 				return false
 			}
-			ex = decode[execResult](t, res)
-			return true
-		})
-		if !strings.HasSuffix(ex.Stdout, "carried-on\n") {
-			t.Errorf("after the replacement: %+v", ex)
-		}
-		pods, _ = stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
-		for _, p := range pods.Items {
-			if p.Name == old.Name {
-				t.Errorf("the killed pod %s still serves", old.Name)
+			replacement = ""
+			for _, p := range pods.Items {
+				if p.Name == old.Name {
+					return false // not gone yet
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+						replacement = p.Name
+					}
+				}
 			}
+			return replacement != ""
+		})
+		ex := call[execResult](t, cs, "execute_command", map[string]any{
+			"sandbox_claim_name": claim["sandbox_claim_name"], "namespace": "default", "command": "echo carried-on"})
+		if ex.Stdout != "carried-on\n" {
+			t.Errorf("through the replacement %s: %+v", replacement, ex)
 		}
 		call[map[string]any](t, cs, "delete_sandbox", claim)
 		claimGone(t, "default", c.SandboxClaimName, 30*time.Second)
