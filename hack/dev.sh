@@ -49,7 +49,7 @@ unset K8S_SANDBOX_MCP_CACHE K8S_SANDBOX_MCP_ADDR
 # The host's $addr, one socat per connection into the netns where the server listens.
 netns=/run/netns/k8s-sandbox-mcp
 socat TCP-LISTEN:"${addr##*:}",bind="${addr%:*}",fork,reuseaddr \
-  EXEC:"nsenter --net=$netns -- socat STDIO TCP\:$addr" &
+  EXEC:"nsenter --net=$netns -- socat STDIO TCP\:${addr%:*}\:${addr##*:}" &
 bridge=$!
 trap 'kill $bridge 2>/dev/null' EXIT
 nsenter --net="$netns" -- bin/k8s-sandbox-mcp --http "$addr" --kubeconfig "$KUBECONFIG"
