@@ -94,12 +94,13 @@ wait_for() {
   shift 2
   local deadline=$((SECONDS + secs))
   until "$@" >/dev/null 2>&1; do
+    # One line naming the component and its log; LOCALSTACK_DEBUG=1 adds the log's tail.
     if [ -f "$PIDS/$what.pid" ] && ! live_pid "$what" >/dev/null; then
-      tail -n 20 "$LOGS/$what.log" >&2 || true
+      [ -z "${LOCALSTACK_DEBUG:-}" ] || tail -n 20 "$LOGS/$what.log" >&2 || true
       die "$what exited (log: $LOGS/$what.log)"
     fi
     if [ $SECONDS -ge $deadline ]; then
-      [ -f "$LOGS/$what.log" ] && tail -n 20 "$LOGS/$what.log" >&2
+      [ -z "${LOCALSTACK_DEBUG:-}" ] || tail -n 20 "$LOGS/$what.log" >&2 || true
       die "timed out after ${secs}s waiting for $what (log: $LOGS/$what.log)"
     fi
     sleep 0.2

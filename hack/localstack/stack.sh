@@ -107,6 +107,8 @@ cmd_up() {
   fi
   in_stack_netns && die "the stack is not healthy: run hack/localstack/stack.sh up from the host"
   stop_all
+  # A component that fails stops `up` (die names it and its log): nothing it started stays.
+  trap 'log "stopping what was started"; stop_all >/dev/null 2>&1' EXIT
   rm -rf "$RUN/etcd" "$RUN/env" "$RUN/images"
   netns_up
   make_pki
@@ -183,6 +185,7 @@ cmd_up() {
     wait_for "$pool" 120 pool_ready default "$pool" 2
   done
   write_env
+  trap - EXIT
   log "up in $((SECONDS - t0))s"
   cmd_env_print
 }

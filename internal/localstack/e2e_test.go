@@ -5,6 +5,7 @@ package localstack_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -261,5 +262,44 @@ func TestKilledSandboxdIsRestartedAndPodReadyAgain(t *testing.T) {
 	}
 	if _, err := s.WaitClaimReady(ctx, ns.Name, c.Claim.Name); err != nil {
 		t.Error(err)
+	}
+}
+
+// metrics.k8s.io (metrics-server behind the API server's aggregator) answers for a sandbox
+// pod, as `kubectl top pod` asks it.
+func TestMetricsAPIReportsSandboxPods(t *testing.T) {
+	s := requireStack(t)
+	ctx := testContext(t)
+	ns := s.Namespace(t)
+	c, err := s.Claim(ctx, ns.Name, localstack.SandboxdPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/apis/metrics.k8s.io/v1beta1/namespaces/" + ns.Name + "/pods/" + c.Pod.Name
+	var m struct {
+		Containers []struct {
+			Name  string            `json:"name"`
+			Usage map[string]string `json:"usage"`
+		} `json:"containers"`
+	}
+	var last error
+	// A new pod has metrics after metrics-server's second scrape of it (resolution 15 s).
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		b, err := s.Kube.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+		if last = err; err != nil {
+			return false, nil
+		}
+		if last = json.Unmarshal(b, &m); last != nil {
+			return false, nil
+		}
+		return len(m.Containers) == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("GET %s: %v (last: %v)", path, err, last)
+	}
+	for _, ct := range m.Containers {
+		if ct.Usage["memory"] == "" || ct.Usage["cpu"] == "" {
+			t.Errorf("container %s: usage %v, want cpu and memory", ct.Name, ct.Usage)
+		}
 	}
 }
