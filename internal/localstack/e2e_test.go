@@ -187,9 +187,18 @@ func TestDeletingClaimStopsProcessesAndPoolRefills(t *testing.T) {
 	if string(r.GetStdout()) != "started\n" {
 		t.Fatalf("background sleep: %q", r.GetStdout())
 	}
-	before := podProcesses(t, c.Pod.UID)
-	if !slices.Contains(slices.Collect(maps.Values(before)), "sleep") || !slices.Contains(slices.Collect(maps.Values(before)), "sandboxd") {
-		t.Fatalf("pod processes %v, want sandboxd and sleep among them", before)
+	// setsid forks and then execs sleep, so the background child may still be named setsid
+	// for a moment after the shell has answered.
+	var before map[int]string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		before = podProcesses(t, c.Pod.UID)
+		comms := slices.Collect(maps.Values(before))
+		if slices.Contains(comms, "sleep") && slices.Contains(comms, "sandboxd") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod processes %v, want sandboxd and sleep among them", before)
+		}
 	}
 
 	if err := s.Extensions.ExtensionsV1beta1().SandboxClaims(ns.Name).Delete(ctx, c.Claim.Name, metav1.DeleteOptions{}); err != nil {
