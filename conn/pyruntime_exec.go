@@ -15,18 +15,19 @@ import (
 
 // The python runtime has no shell (/execute shlex-splits the command and runs it without
 // one), ignores the request's timeout, and starts every command in a new session, so the
-// command's pid is also its process-group id. groupScript runs the real command under a
-// small sh that first writes its own pid ($$) to the file named by $1; on timeout or
-// cancellation killScript reads that file in a second /execute and kills the whole group.
-// After a normal end the script removes the file itself, saving a round trip. ($0 stays
-// "sh" so the shell's own messages, e.g. "not found", read naturally.)
+// command's pid is also its process-group id. Each command runs under `env` with a random
+// token in its environment (env execs the command: same pid, and every process the command
+// starts inherits the token). On timeout or cancellation killScript, in a second /execute,
+// finds the processes carrying the token and kills their process groups: the command's own,
+// and any a child made with setsid. No wrapper shell, pid file or clean-up runs per command.
 const (
-	groupScript = `f=$1; shift; { echo $$ > "$f"; } 2>/dev/null; "$@"; r=$?; rm -f "$f"; exit $r`
-	// killScript waits briefly for the pid file (the command may have only just
-	// started), then SIGKILLs the group. dash's kill needs "-s KILL": "-KILL --" fails.
-	killScript = `i=0; while [ ! -s "$0" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; ` +
-		`p=$(cat "$0" 2>/dev/null); rm -f "$0"; [ -n "$p" ] && kill -s KILL -- "-$p"; exit 0`
-	pidFilePrefix = "/tmp/.k8s-sandbox-mcp-"
+	runTokenVar = "K8S_SANDBOX_MCP_RUN"
+	// killScript ($0 is "K8S_SANDBOX_MCP_RUN=<token>") retries for a moment, as the command
+	// may have only just started. A process of the command that leads no group makes kill
+	// fail harmlessly. dash's kill needs "-s KILL": "-KILL --" fails.
+	killScript = `i=0; while [ $i -lt 20 ]; do f=; for e in /proc/[0-9]*/environ; do ` +
+		`if grep -qxzF -e "$0" "$e" 2>/dev/null; then p=${e#/proc/}; kill -s KILL -- "-${p%/environ}" 2>/dev/null; f=1; fi; done; ` +
+		`[ -z "$f" ] || exit 0; sleep 0.1; i=$((i+1)); done; exit 0`
 	// routerSlack keeps the router's own timeout (X-Sandbox-Timeout) behind ours, so the
 	// caller sees ErrTimeout rather than a router 504.
 	routerSlack = 5 * time.Second
@@ -45,7 +46,7 @@ func (p *pyConn) Exec(ctx context.Context, t Target, req ExecRequest) (ExecResul
 	if err := ctx.Err(); err != nil {
 		return ExecResult{}, fmt.Errorf("exec: %w", err)
 	}
-	pidFile, err := newPidFile()
+	token, err := newRunToken()
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -55,11 +56,14 @@ func (p *pyConn) Exec(ctx context.Context, t Target, req ExecRequest) (ExecResul
 	if req.Timeout > 0 {
 		hint = req.Timeout + routerSlack
 	}
-	command := shJoin(append([]string{"/bin/sh", "-c", groupScript, "sh", pidFile}, argv...))
+	if strings.Contains(argv[0], "=") { // env would take the program for an assignment
+		argv = append([]string{"/bin/sh", "-c", `exec "$@"`, "sh"}, argv...)
+	}
+	command := shJoin(append([]string{"env", token}, argv...))
 	resp, mayRun, err := p.post(runCtx, t, command, hint)
 	if err != nil {
 		if mayRun {
-			p.killGroup(ctx, t, pidFile)
+			p.killGroup(ctx, t, token)
 		}
 		return ExecResult{}, execError(ctx, runCtx, req.Timeout, err)
 	}
@@ -109,12 +113,12 @@ func (p *pyConn) post(ctx context.Context, t Target, command string, hint time.D
 	return resp, false, nil
 }
 
-// killGroup kills the process group recorded in pidFile, best effort, on a fresh context:
-// the caller's may already be cancelled.
-func (p *pyConn) killGroup(ctx context.Context, t Target, pidFile string) {
+// killGroup kills the process groups of the command run with token, best effort, on a
+// fresh context: the caller's may already be cancelled.
+func (p *pyConn) killGroup(ctx context.Context, t Target, token string) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
 	defer cancel()
-	if resp, _, err := p.post(kctx, t, shJoin([]string{"/bin/sh", "-c", killScript, pidFile}), killTimeout); err == nil {
+	if resp, _, err := p.post(kctx, t, shJoin([]string{"/bin/sh", "-c", killScript, token}), killTimeout); err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 	}
@@ -176,12 +180,14 @@ func (h *heldWriter) flush() error {
 	return err
 }
 
-func newPidFile() (string, error) {
+// newRunToken returns "K8S_SANDBOX_MCP_RUN=<random>", the environment entry that marks one
+// command's processes.
+func newRunToken() (string, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("exec: generating a command id: %w", err)
 	}
-	return pidFilePrefix + hex.EncodeToString(b[:]) + ".pid", nil
+	return runTokenVar + "=" + hex.EncodeToString(b[:]), nil
 }
 
 // execArgv validates a request and returns the argv to run: shell commands go through

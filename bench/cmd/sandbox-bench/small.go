@@ -15,11 +15,11 @@ const smallCommand = "echo hi"
 // below the 50 requests/s its Kubernetes client allows per clientset.
 const pacedInterval = 50 * time.Millisecond
 
-// pyWrapper is what the server sends the python runtime for a shell command, copied from
-// conn.groupScript at the time of writing: a sh that records its process group in a pid
-// file (for killing it on timeout), runs the command, and removes the file. It lets the
-// bench show what that wrapper costs apart from the server itself.
-const pyWrapper = `f=$1; shift; { echo $$ > "$f"; } 2>/dev/null; "$@"; r=$?; rm -f "$f"; exit $r`
+// pyWrapper is what the server puts before a shell command for the python runtime, as
+// conn's Exec does at the time of writing: env with a token that marks the command's
+// processes (for killing their groups on timeout), exec'ing the command. It lets the bench
+// show what that wrapper costs apart from the server itself.
+const pyWrapper = "env K8S_SANDBOX_MCP_RUN=0123456789abcdef01234567"
 
 type execResult struct {
 	ExitCode         int    `json:"exit_code"`
@@ -202,9 +202,9 @@ func (b *bench) smallSandboxd(ctx context.Context) (smallRuntime, error) {
 }
 
 func (b *bench) smallPython(ctx context.Context) (smallRuntime, error) {
-	r := smallRuntime{name: "python runtime", extra: "the runtime has no shell, so the server runs every command under a " +
-		"/bin/sh that records its process group in a pid file and removes it after (conn.groupScript, a second sh and an " +
-		"rm), to be able to kill the group on timeout"}
+	r := smallRuntime{name: "python runtime", extra: "the runtime has no shell, so the server runs every command as " +
+		"/bin/sh -c under env with a token that marks its processes, to be able to kill their groups on timeout " +
+		"(env execs: no second process)"}
 	rt, err := b.python(ctx)
 	if err != nil {
 		return r, err
@@ -216,7 +216,7 @@ func (b *bench) smallPython(ctx context.Context) (smallRuntime, error) {
 	}
 	r.back.name = "python runtime: `POST /execute` vs `execute_command`, back to back"
 	r.paced.name = "python runtime: `POST /execute` vs `execute_command`, paced"
-	wrappedCmd := "/bin/sh -c " + shQuote(pyWrapper) + " sh /tmp/.sandbox-bench.pid /bin/sh -c " + shQuote(smallCommand)
+	wrappedCmd := pyWrapper + " /bin/sh -c " + shQuote(smallCommand)
 	wrapped := func(ctx context.Context) error { return pyCheck(direct.execute(ctx, wrappedCmd)) }
 	bs, ss, err := interleavePaced(ctx, b.cfg.warm, b.pacedRuns(), pacedInterval, plain, wrapped)
 	if err != nil {
