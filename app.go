@@ -63,7 +63,8 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		return nil, err
 	}
 	defaultNS := ka.namespace
-	if a.claims, err = kube.New(ka.rest, a.cfg.SessionLabelKey, kube.WithAPIUser(ka.user)); err != nil {
+	if a.claims, err = kube.New(ka.rest, a.cfg.SessionLabelKey, kube.WithAPIUser(ka.user),
+		kube.WithRateLimit(a.cfg.APIQPS, a.cfg.APIBurst)); err != nil {
 		return nil, err
 	}
 	if a.conn, err = conn.New(a.cfg.Connection, a.claims); err != nil {

@@ -40,10 +40,11 @@ type options struct {
 	maxWatched int
 	idle       time.Duration
 	apiUser    string // for APIError messages
+	qps, burst int    // ratelimit.go
 }
 
 func defaultOptions() options {
-	return options{maxWatched: DefaultMaxWatchedNamespaces, idle: DefaultWatchIdleTimeout}
+	return options{maxWatched: DefaultMaxWatchedNamespaces, idle: DefaultWatchIdleTimeout, qps: DefaultQPS, burst: DefaultBurst}
 }
 
 // WithMaxWatchedNamespaces sets how many namespaces the watch cache may watch at once
@@ -61,7 +62,7 @@ func (o options) validate() error {
 	if o.idle <= 0 {
 		return fmt.Errorf("%w: watch idle timeout %s: must be positive", ErrInvalid, o.idle)
 	}
-	return nil
+	return o.validateRateLimit()
 }
 
 // watchCache keeps, per namespace where this server has claims, a watch of the claims it
@@ -103,6 +104,9 @@ type nsWatch struct {
 	cancel    context.CancelFunc
 	factories []interface{ Shutdown() }
 	stopped   chan struct{} // closed once the informers' goroutines have returned
+
+	absentMu sync.Mutex
+	absent   map[string]time.Time // names the API did not find while synced (cache_miss.go)
 }
 
 func newWatchCache(ext extclientset.Interface, core sandboxclientset.Interface, ownerKey string, o options) *watchCache {

@@ -27,15 +27,14 @@ const (
 // Get returns the owner's claim, with Sandbox details when the Sandbox exists. It answers from
 // the watch cache when it can (every exec and file call comes here first).
 func (c *Client) Get(ctx context.Context, namespace, name, owner string) (Claim, error) {
-	if c.cache != nil && owner != "" {
-		if obj, sb, ok := c.cache.lookup(namespace, name); ok && obj.Labels[c.ownerKey] == owner {
-			claim := claimFromObject(obj)
-			claim.Ready = false
-			fillFromSandbox(&claim, sb)
-			return claim, nil
-		}
+	obj, sb, miss := c.fromCache(namespace, name, owner)
+	if obj != nil {
+		claim := claimFromObject(obj)
+		claim.Ready = false
+		fillFromSandbox(&claim, sb)
+		return claim, nil
 	}
-	obj, err := c.ownedClaim(ctx, namespace, name, owner)
+	obj, err := c.ownedClaimAfter(ctx, miss, namespace, name, owner)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -45,7 +44,7 @@ func (c *Client) Get(ctx context.Context, namespace, name, owner string) (Claim,
 	if claim.SandboxName == "" {
 		return claim, nil
 	}
-	sb, err := c.getSandbox(ctx, namespace, claim.SandboxName)
+	sb, err = c.getSandbox(ctx, namespace, claim.SandboxName)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -125,12 +124,16 @@ func (c *Client) CountPrincipal(ctx context.Context, namespace, principal string
 
 // Delete removes the owner's claim; the controller's owner references cascade to the Sandbox.
 func (c *Client) Delete(ctx context.Context, namespace, name, owner string) error {
-	obj, err := c.ownedClaim(ctx, namespace, name, owner)
-	if err != nil {
-		return err
+	obj, _, miss := c.fromCache(namespace, name, owner)
+	if obj == nil {
+		var err error
+		if obj, err = c.ownedClaimAfter(ctx, miss, namespace, name, owner); err != nil {
+			return err
+		}
 	}
-	// The UID precondition keeps a same-named claim created since the GET from being deleted.
-	err = c.deleteClaim(ctx, namespace, name, &metav1.Preconditions{UID: &obj.UID})
+	// The UID precondition keeps a same-named claim created since the read (the cache's or
+	// the API's) from being deleted.
+	err := c.deleteClaim(ctx, namespace, name, &metav1.Preconditions{UID: &obj.UID})
 	if apierrors.IsConflict(err) {
 		return nil // ours is gone; a different claim now has the name
 	}
@@ -152,7 +155,11 @@ func (c *Client) deleteClaim(ctx context.Context, namespace, name string, pre *m
 
 // Status maps the Sandbox's Ready condition for get_sandbox_status.
 func (c *Client) Status(ctx context.Context, namespace, name, owner string) (Status, error) {
-	obj, err := c.ownedClaim(ctx, namespace, name, owner)
+	obj, sb, miss := c.fromCache(namespace, name, owner)
+	if obj != nil {
+		return statusOf(sb), nil
+	}
+	obj, err := c.ownedClaimAfter(ctx, miss, namespace, name, owner)
 	if err != nil {
 		return Status{}, err
 	}
@@ -161,7 +168,7 @@ func (c *Client) Status(ctx context.Context, namespace, name, owner string) (Sta
 	if sbName == "" {
 		return Status{Status: StatusNotFound, Message: sandboxMissingMessage}, nil
 	}
-	sb, err := c.getSandbox(ctx, namespace, sbName)
+	sb, err = c.getSandbox(ctx, namespace, sbName)
 	if err != nil {
 		return Status{}, err
 	}

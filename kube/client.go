@@ -28,9 +28,6 @@ const (
 	createdByValue       = "k8s-sandbox-mcp"
 	firstRequestedAtAnno = "agents.x-k8s.io/client-first-requested-at"
 	claimNamePrefix      = "sandbox-claim-"
-
-	defaultQPS   = 50
-	defaultBurst = 100
 )
 
 // Client talks to the agent-sandbox CRDs and Gateways. It is safe for concurrent use.
@@ -46,8 +43,8 @@ type Client struct {
 	newName func() (string, error)
 }
 
-// New builds the clientsets from cfg. Unset QPS/Burst are raised above client-go's 5/10 because
-// each tool call costs a few requests and watches. opts bound the watch cache.
+// New builds the clientsets from cfg. opts bound the watch cache and set the API rate limit
+// (default DefaultQPS, DefaultBurst, whatever cfg says).
 func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: nil rest config", ErrInvalid)
@@ -63,12 +60,7 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS == 0 {
-		cfg.QPS = defaultQPS
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = defaultBurst
-	}
+	o.applyRateLimit(cfg)
 	// One HTTP client for the three clientsets: shared connections, and every failure to
 	// reach the API server comes out as an APIError.
 	hc, err := apiHTTPClient(cfg, o.apiUser)

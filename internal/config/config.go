@@ -16,10 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
 // Prefix starts every variable the server reads.
 const Prefix = "K8S_SANDBOX_"
+
+// maxRate is far above anything an API server serves one client; it only keeps numbers sane.
+const maxRate = 1_000_000
 
 // defaultAllowNoShutdown refuses shutdown_after_seconds: null unless the operator says otherwise.
 const defaultAllowNoShutdown = false
@@ -37,6 +41,9 @@ type Config struct {
 	AllowNoShutdown      bool          // K8S_SANDBOX_ALLOW_NO_SHUTDOWN (default false: shutdown_after_seconds null is refused)
 	KeepOnSessionEnd     bool          // K8S_SANDBOX_KEEP_SANDBOXES_ON_SESSION_END
 	StdioOwner           string        // K8S_SANDBOX_STDIO_OWNER (default: random per process)
+	// The Kubernetes client's one token bucket (kube.WithRateLimit).
+	APIQPS   int // K8S_SANDBOX_API_QPS (kube.NoRateLimit: none)
+	APIBurst int // K8S_SANDBOX_API_BURST
 	// Vars are every upper-cased variable seen, for packages that read their own settings.
 	Vars map[string]string
 	// Unknown lists K8S_SANDBOX_* variables nobody reads (likely typos), for a warning.
@@ -108,6 +115,11 @@ func Parse(vars map[string]string) (Config, error) {
 	c.StdioOwner = p.str("STDIO_OWNER", "")
 	if c.StdioOwner != "" && len(validation.IsValidLabelValue(c.StdioOwner)) > 0 {
 		p.fail("STDIO_OWNER", "must be a valid Kubernetes label value (at most 63 letters, digits, '-', '_', '.'), got %q", c.StdioOwner)
+	}
+	c.APIQPS = p.integer("API_QPS", kube.DefaultQPS, kube.NoRateLimit, maxRate)
+	c.APIBurst = p.integer("API_BURST", kube.DefaultBurst, 0, maxRate)
+	if err := kube.CheckRateLimit(c.APIQPS, c.APIBurst); err != nil {
+		p.fail("API_QPS", "with %sAPI_BURST: %v", Prefix, err)
 	}
 	c.Connection = p.connection()
 	if p.err != nil {

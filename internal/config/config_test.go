@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
 func TestParse(t *testing.T) {
@@ -55,6 +57,22 @@ func TestParse(t *testing.T) {
 		{name: "no shutdown not a bool", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_ALLOW_NO_SHUTDOWN": "always"},
 			wantErr: `K8S_SANDBOX_ALLOW_NO_SHUTDOWN must be true or false, got "always"`},
 		{name: "bad quota", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER": "-1"}, wantErr: `K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER must be an integer from 0 to 100000, got "-1"`},
+		{name: "API rate limit defaults", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},
+			check: func(t *testing.T, c Config) {
+				if c.APIQPS != kube.DefaultQPS || c.APIBurst != kube.DefaultBurst {
+					t.Errorf("API rate limit %d/%d", c.APIQPS, c.APIBurst)
+				}
+			}},
+		{name: "API rate limit off", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_API_QPS": "-1"},
+			check: func(t *testing.T, c Config) {
+				if c.APIQPS != kube.NoRateLimit {
+					t.Errorf("API QPS %d", c.APIQPS)
+				}
+			}},
+		{name: "API rate zero", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_API_QPS": "0"},
+			wantErr: "K8S_SANDBOX_API_QPS with K8S_SANDBOX_API_BURST: invalid request: API rate limit 0/s with burst 200: both must be positive (or the rate -1 for no client-side limit)"},
+		{name: "API burst not a number", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_API_BURST": "lots"},
+			wantErr: `K8S_SANDBOX_API_BURST must be an integer from 0 to 1000000, got "lots"`},
 		{name: "unknown variable reported", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONECTION__USE_POD_IP": "true", "K8S_SANDBOX_CONNECTION__API_URL": "x"},
 			check: func(t *testing.T, c Config) {
 				if len(c.Unknown) != 1 || c.Unknown[0] != "K8S_SANDBOX_CONECTION__USE_POD_IP" {

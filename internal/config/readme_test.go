@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
 // TestREADMEDefaults keeps the configuration table's defaults on the constants that own them.
@@ -30,6 +31,8 @@ func TestREADMEDefaults(t *testing.T) {
 		Prefix + "CLUSTER_DOMAIN":     "`" + conn.DefaultClusterDomain + "`",
 		Prefix + "DNS_SERVER":         "(system resolver)",
 		Prefix + "ALLOW_NO_SHUTDOWN":  "`" + strconv.FormatBool(defaultAllowNoShutdown) + "`",
+		Prefix + "API_QPS":            "`" + strconv.Itoa(kube.DefaultQPS) + "`",
+		Prefix + "API_BURST":          "`" + strconv.Itoa(kube.DefaultBurst) + "`",
 	} {
 		if got, ok := rows[name]; !ok || got != want {
 			t.Errorf("README row %s: default %q, want %q", name, got, want)

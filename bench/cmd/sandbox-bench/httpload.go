@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
 // loadClient is one of the concurrent HTTP clients: its own MCP session (hence its own
@@ -102,11 +103,10 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 		"and this bench.", n, fmtNum(tput[1].median(), "calls/s"), fmtNum(tput[0].median(), "calls/s"),
 		100*tput[1].median()/tput[0].median(), fmtNum(handler.median(), "ms"), fmtNum(lat[0].median(), "ms"),
 		fmtNum(lat[1].median(), "ms"), n)
-	if math.Abs(tput[1].median()-50)/50 < 0.1 {
-		note += " The rate sits at 50 calls/s, the Kubernetes client's limit: every call reads the SandboxClaim and the " +
-			"Sandbox from the API (tools.Deps.resolve → kube.Client.Get), and kube.New gives each of the two clientsets a " +
-			"client-go token bucket of 50 requests/s, burst 100 (kube/client.go defaultQPS, defaultBurst), so the handler " +
-			"mostly waits for tokens."
+	if limit := float64(kube.DefaultQPS) / 2; math.Abs(tput[1].median()-limit)/limit < 0.1 {
+		note += fmt.Sprintf(" The rate sits at %.0f calls/s, the Kubernetes client's limit for calls that miss the watch "+
+			"cache: each reads the SandboxClaim and the Sandbox from the API (tools.Deps.resolve → kube.Client.Get), two "+
+			"tokens from one bucket of %d requests/s (kube.DefaultQPS), so the handler mostly waits for tokens.", limit, kube.DefaultQPS)
 	}
 	s.notes = append(s.notes, note)
 	return s, nil

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
 const smallCommand = "echo hi"
 
 // pacedInterval spaces the paced series' rounds so that the server makes at most 20 calls/s,
-// below the 50 requests/s its Kubernetes client allows per clientset.
+// well below the rate its Kubernetes client allows (kube.DefaultQPS) even if every call missed
+// the cache.
 const pacedInterval = 50 * time.Millisecond
 
 // pyWrapper is what the server puts before a shell command for the python runtime, as
@@ -150,9 +152,9 @@ func smallTarget(r smallRuntime, lookups series) target {
 	}
 	if fromAPI && r.backHandler.p99() > 1.5*r.pacedHandler.p99() {
 		why = append(why, fmt.Sprintf("Back to back, the handler's p99 rises to %s (%s paced): the Kubernetes client's "+
-			"rate limiter, which kube.New sets to 50 requests/s with a burst of 100 for each of its clientsets "+
-			"(kube/client.go defaultQPS/defaultBurst); every call takes one token from each, so once the burst is spent "+
-			"a caller is held to 50 calls/s.", fmtNum(r.backHandler.p99(), "ms"), fmtNum(r.pacedHandler.p99(), "ms")))
+			"rate limiter, one bucket of %d requests/s with a burst of %d (kube.DefaultQPS, kube.DefaultBurst); every "+
+			"call that misses the cache takes two tokens, so once the burst is spent a caller is held to %d calls/s.",
+			fmtNum(r.backHandler.p99(), "ms"), fmtNum(r.pacedHandler.p99(), "ms"), kube.DefaultQPS, kube.DefaultBurst, kube.DefaultQPS/2))
 	}
 	t.why = strings.Join(why, " ")
 	return t

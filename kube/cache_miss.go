@@ -1,0 +1,107 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
+
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
+)
+
+// A synced watch also knows when the caller has no such claim, which saves the API read (and
+// its rate-limiter token) that a wrong or deleted name would otherwise cost on every call:
+//   - a claim in the cache with another owner's label is not the caller's (owner labels are
+//     set at creation; a change would arrive through the watch);
+//   - a name the API did not find after the watch had synced stays "not found" for
+//     absentTTL: any claim created since then arrives through the watch and the cache answers
+//     for it first. The TTL bounds what a silently stalled watch could hide.
+const (
+	absentTTL = 5 * time.Second
+	// maxAbsent bounds the remembered names per namespace; beyond it the oldest half goes.
+	maxAbsent = 1024
+)
+
+// cacheMiss is what the cache knows about a claim lookup could not answer.
+type cacheMiss struct {
+	nw   *nsWatch // the namespace's watch, synced before the API read; nil: not watched
+	name string
+	gone bool // the caller has no claim by this name: answer not found without the API
+	now  func() time.Time
+}
+
+// miss says whether a synced watch shows that owner has no claim called name.
+func (w *watchCache) miss(namespace, name, owner string) cacheMiss {
+	nw := w.use(namespace, false)
+	if nw == nil || !nw.ready() {
+		return cacheMiss{}
+	}
+	m := cacheMiss{nw: nw, name: name, now: w.now}
+	if claim, err := nw.claims.Get(name); err == nil {
+		m.gone = claim.Labels[w.ownerKey] != owner
+	} else {
+		m.gone = nw.recentlyAbsent(name, w.now())
+	}
+	return m
+}
+
+// remember records that the API found no claim of the caller's by this name.
+func (m cacheMiss) remember() {
+	if m.nw == nil {
+		return
+	}
+	nw, now := m.nw, m.now()
+	nw.absentMu.Lock()
+	defer nw.absentMu.Unlock()
+	if nw.absent == nil {
+		nw.absent = map[string]time.Time{}
+	}
+	if len(nw.absent) >= maxAbsent {
+		for k, t := range nw.absent {
+			if now.Sub(t) >= absentTTL/2 {
+				delete(nw.absent, k)
+			}
+		}
+		if len(nw.absent) >= maxAbsent {
+			clear(nw.absent)
+		}
+	}
+	nw.absent[m.name] = now
+}
+
+func (nw *nsWatch) recentlyAbsent(name string, now time.Time) bool {
+	nw.absentMu.Lock()
+	defer nw.absentMu.Unlock()
+	t, ok := nw.absent[name]
+	if ok && now.Sub(t) >= absentTTL {
+		delete(nw.absent, name)
+		return false
+	}
+	return ok
+}
+
+// fromCache returns the owner's claim and its Sandbox when the watch cache has both, and
+// otherwise what the cache knows about the miss.
+func (c *Client) fromCache(namespace, name, owner string) (*extv1beta1.SandboxClaim, *sandboxv1beta1.Sandbox, cacheMiss) {
+	if c.cache == nil || owner == "" {
+		return nil, nil, cacheMiss{}
+	}
+	if obj, sb, ok := c.cache.lookup(namespace, name); ok && obj.Labels[c.ownerKey] == owner {
+		return obj, sb, cacheMiss{}
+	}
+	return nil, nil, c.cache.miss(namespace, name, owner)
+}
+
+// ownedClaimAfter reads the claim from the API unless the cache already knows the caller has
+// none by that name, and remembers a "not found" the API gave while the watch was synced.
+func (c *Client) ownedClaimAfter(ctx context.Context, miss cacheMiss, namespace, name, owner string) (*extv1beta1.SandboxClaim, error) {
+	if miss.gone {
+		return nil, &notFoundError{namespace: namespace, name: name}
+	}
+	obj, err := c.ownedClaim(ctx, namespace, name, owner)
+	if errors.Is(err, ErrNotFound) {
+		miss.remember()
+	}
+	return obj, err
+}

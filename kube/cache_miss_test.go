@@ -1,0 +1,88 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestSyncedCacheAnswersNotFound: once a namespace is watched, the same missing or foreign
+// name costs the API nothing within absentTTL, a claim created meanwhile is found, and
+// get_sandbox_status reads the cache like every other claim-targeted call.
+func TestSyncedCacheAnswersNotFound(t *testing.T) {
+	f := newFakes(t, cachedFixture("uid-1")...)
+	withCache(t, f, defaultOptions())
+	now := testNow
+	f.c.cache.now = func() time.Time { return now }
+	ctx := context.Background()
+	if _, err := f.c.Get(ctx, testNS, "mine", testOwner); err != nil {
+		t.Fatal(err)
+	}
+	waitCached(t, f.c)
+	gets := func() int { return f.count("get", "sandboxclaims") + f.count("get", "sandboxes") }
+
+	for _, tc := range []struct {
+		name, claim, owner string
+		apiGets            int // API GETs for two calls in a row
+		status             string
+	}{
+		{"status of a cached claim", "mine", testOwner, 0, StatusReady},
+		{"another owner's claim", "mine", "someone-else", 0, ""},
+		{"unknown name: the first call asks the API, the second does not", "nope", testOwner, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := gets()
+			for range 2 {
+				st, err := f.c.Status(ctx, testNS, tc.claim, tc.owner)
+				if tc.status == "" {
+					if !errors.Is(err, ErrNotFound) {
+						t.Fatalf("Status = %+v, %v; want not found", st, err)
+					}
+				} else if err != nil || st.Status != tc.status {
+					t.Fatalf("Status = %+v, %v; want %s", st, err, tc.status)
+				}
+			}
+			if n := gets() - before; n != tc.apiGets {
+				t.Errorf("%d API GETs, want %d", n, tc.apiGets)
+			}
+		})
+	}
+
+	// Deleting a cached claim needs only the DELETE (its UID precondition guards the read).
+	before := gets()
+	if err := f.c.Delete(ctx, testNS, "mine", testOwner); err != nil {
+		t.Fatal(err)
+	}
+	if n := gets() - before; n != 0 || f.count("delete", "sandboxclaims") != 1 {
+		t.Errorf("delete of a cached claim: %d GETs, %d DELETEs; want 0 and 1", n, f.count("delete", "sandboxclaims"))
+	}
+
+	// A claim created after the API said "nope" was not there comes through the watch.
+	late := claimObj(testNS, "nope", map[string]string{testKey: testOwner}, readyStatus("sb-1", "10.0.0.9"))
+	late.UID = "uid-1" // bound to the fixture's Sandbox, as far as the cache can tell
+	if _, err := f.ext.ExtensionsV1beta1().SandboxClaims(testNS).Create(ctx, late, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the late claim never became visible", func() bool {
+		_, err := f.c.Get(ctx, testNS, "nope", testOwner)
+		return err == nil
+	})
+
+	// After absentTTL the API is asked again.
+	before = gets()
+	for range 2 {
+		if _, err := f.c.Get(ctx, testNS, "gone", testOwner); !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(absentTTL)
+	if _, err := f.c.Get(ctx, testNS, "gone", testOwner); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	if n := gets() - before; n != 2 {
+		t.Errorf("%d API GETs around the TTL, want 2", n)
+	}
+}
