@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"math"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,32 +17,102 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
-// loadClient is one of the concurrent HTTP clients: its own MCP session (hence its own
-// owner and sandbox) and a direct client to the same sandbox for the baseline.
+// httpGoal is the throughput the server must keep against direct calls with the first
+// client count (issue 13).
+const httpGoal = 0.8
+
+// Item 4 runs like a shared deployment: the server has bearer tokens for one principal per
+// sandbox (a principal owns the sandboxes any of its sessions created). With as many clients
+// as sandboxes each principal has one session; with more, several sessions of a principal use
+// its sandbox at once, within the server's per-principal limit of concurrent calls.
+
+// loadClient is one of the concurrent HTTP clients: its own MCP session as one principal, that
+// principal's sandbox, and a direct client to the same sandbox for the baseline.
 type loadClient struct {
 	cs      *mcp.ClientSession
 	sandbox sandbox
 	direct  *sandboxdDirect
 }
 
+// principal is one bearer token and the sandbox its first session created.
+type principal struct {
+	token   string
+	sandbox sandbox
+}
+
 func (b *bench) httpLoad(ctx context.Context) (*section, error) {
-	n, m := b.cfg.httpClients, b.cfg.httpCalls
-	s := &section{title: fmt.Sprintf("4. HTTP mode: %d concurrent clients running execute_command", n),
-		what: fmt.Sprintf("The server runs with `--http` (sandboxd-in-cluster, pod IP). %d MCP clients, each its own session "+
-			"(protocol %s) with its own sandbox, run %d `execute_command` calls of `%s` back to back; the baseline is %d "+
-			"goroutines each calling gRPC `Execute` directly on the same %d sandboxes. %d measured rounds per side after one "+
-			"warm-up round, alternating which side goes first. Throughput is calls per second of one round; latencies are "+
-			"per call over all rounds.", n, protocolVersion, m, smallCommand, n, n, b.cfg.httpRounds)}
+	counts := []int{b.cfg.httpClients, b.cfg.httpClientsMore}
+	nsb, m := b.cfg.httpClients, b.cfg.httpCalls
+	s := &section{title: fmt.Sprintf("4. HTTP mode: %d and %d concurrent clients running execute_command", counts[0], counts[1]),
+		what: fmt.Sprintf("The server runs with `--http` (sandboxd-in-cluster, pod IP) and bearer tokens for %d principals, "+
+			"each with one sandbox. Each client is an MCP session (protocol %s) of one principal, running %d `execute_command` "+
+			"calls of `%s` back to back in that principal's sandbox: with %d clients one per principal, with %d clients %d per "+
+			"principal. The baseline is as many goroutines, each with its own gRPC connection, calling `Execute` directly on "+
+			"the same sandboxes. %d measured rounds per side after one warm-up round, alternating which side goes first. "+
+			"Throughput is calls per second of one round; latencies are per call over all rounds.",
+			nsb, protocolVersion, m, smallCommand, counts[0], counts[1], counts[1]/nsb, b.cfg.httpRounds)}
+	principals := make([]principal, nsb)
+	var tokens []string
+	for i := range principals {
+		var r [12]byte
+		_, _ = rand.Read(r[:])
+		principals[i].token = "bench-" + hex.EncodeToString(r[:])
+		tokens = append(tokens, fmt.Sprintf("p%02d:%s", i, principals[i].token))
+	}
 	env, err := b.serverEnv("SANDBOXD_POD_IP")
 	if err != nil {
 		return nil, err
 	}
+	env = append(env, "K8S_SANDBOX_AUTH__TOKENS="+strings.Join(tokens, ","))
 	h, err := startHTTP(ctx, b.cfg.server, env)
 	if err != nil {
 		return nil, err
 	}
 	defer h.close()
-	clients, err := b.loadClients(ctx, h, n)
+	if err := b.principalSandboxes(ctx, h, principals); err != nil {
+		return nil, err
+	}
+	if err := resetPeak(h.pid()); err != nil {
+		return nil, err
+	}
+	for k, n := range counts {
+		lat, tput, handler, err := b.loadAt(ctx, h, principals, n)
+		if err != nil {
+			return s, fmt.Errorf("%d clients: %w", n, err)
+		}
+		s.comparisons(fmt.Sprintf("%d clients:", n), comparison{name: "latency per call", unit: "ms", base: lat[0], subj: lat[1]},
+			comparison{name: "throughput per round", unit: "calls/s", base: tput[0], subj: tput[1]})
+		rel := tput[1].median() / tput[0].median()
+		note := fmt.Sprintf("With %d clients the server answers %s against %s direct (%.0f%%). Its handler takes %s per call "+
+			"at the median (server log) against %s for a direct call; the rest of the server's %s is the HTTP transport "+
+			"(authentication included) and waiting for the two CPUs, which the server shares with the sandboxes and this bench.",
+			n, fmtNum(tput[1].median(), "calls/s"), fmtNum(tput[0].median(), "calls/s"), 100*rel,
+			fmtNum(handler.median(), "ms"), fmtNum(lat[0].median(), "ms"), fmtNum(lat[1].median(), "ms"))
+		if limit := float64(kube.DefaultQPS) / 2; math.Abs(tput[1].median()-limit)/limit < 0.1 {
+			note += fmt.Sprintf(" The rate sits at %.0f calls/s, the Kubernetes client's limit for calls that miss the watch "+
+				"cache: each reads the SandboxClaim and the Sandbox from the API, two tokens from one bucket of %d "+
+				"requests/s (kube.DefaultQPS), so the handler mostly waits for tokens.", limit, kube.DefaultQPS)
+		}
+		s.notes = append(s.notes, note)
+		if k == 0 {
+			s.targets = append(s.targets, target{goal: fmt.Sprintf("HTTP throughput with %d clients ≥ %.1f× direct", n, httpGoal),
+				measured: fmt.Sprintf("%.2f× (%s vs %s)", rel, fmtNum(tput[1].median(), "calls/s"), fmtNum(tput[0].median(), "calls/s")),
+				met:      rel >= httpGoal, figures: []figure{{name: "throughput ratio median", value: rel}}})
+		}
+	}
+	peak, err := procStatus(h.pid(), "VmHWM")
+	if err != nil {
+		return nil, err
+	}
+	s.tables = append(s.tables, table{caption: "Server memory over both loads:", header: []string{"server peak RSS (VmHWM)"},
+		rows: [][]string{{fmtNum(mib(peak), "MiB")}}})
+	return s, nil
+}
+
+// loadAt runs the rounds with n clients spread over the principals, and returns latency and
+// throughput per side (baseline, server) and the server's handler times.
+func (b *bench) loadAt(ctx context.Context, h *httpServer, principals []principal, n int) (lat, tput [2]series, handler series, err error) {
+	clients, err := b.loadClients(ctx, h, principals, n)
 	defer func() {
 		for _, c := range clients {
 			if c.direct != nil {
@@ -48,7 +122,7 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 		}
 	}()
 	if err != nil {
-		return nil, err
+		return lat, tput, nil, err
 	}
 	base := func(ctx context.Context, c *loadClient) error {
 		res, err := c.direct.execute(ctx, smallCommand)
@@ -65,11 +139,8 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 		}
 		return err
 	}
-	var lat, tput [2]series
-	if err := resetPeak(h.pid()); err != nil {
-		return nil, err
-	}
 	h.log.takeHandler("execute_command")
+	m := b.cfg.httpCalls
 	for round := range b.cfg.httpRounds + 1 {
 		for k := range 2 {
 			side := (round + k) % 2
@@ -79,7 +150,7 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 			}
 			l, wall, err := loadRound(ctx, clients, m, f)
 			if err != nil {
-				return nil, fmt.Errorf("round %d, %s: %w", round, []string{"baseline", "server"}[side], err)
+				return lat, tput, nil, fmt.Errorf("round %d, %s: %w", round, []string{"baseline", "server"}[side], err)
 			}
 			if round > 0 {
 				lat[side] = append(lat[side], l...)
@@ -87,64 +158,73 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 			}
 		}
 	}
-	peak, err := procStatus(h.pid(), "VmHWM")
-	if err != nil {
-		return nil, err
-	}
-	handler := h.log.takeHandler("execute_command")
-	s.comparisons("", comparison{name: "latency per call", unit: "ms", base: lat[0], subj: lat[1]},
-		comparison{name: "throughput per round", unit: "calls/s", base: tput[0], subj: tput[1]})
-	s.tables = append(s.tables, table{caption: "Inside the server during the load:",
-		header: []string{"handler time median (tool call log)", "handler time p99", "server peak RSS (VmHWM)"},
-		rows:   [][]string{{fmtNum(handler.median(), "ms"), fmtNum(handler.p99(), "ms"), fmtNum(mib(peak), "MiB")}}})
-	note := fmt.Sprintf("No target is set for this item. With %d clients the server answers %s against %s direct "+
-		"(%.0f%%). Its handler takes %s per call at the median (server log) against %s for a direct call; the rest of "+
-		"the server's %s is the HTTP transport and waiting for the two CPUs, which the server shares with %d sandboxes "+
-		"and this bench.", n, fmtNum(tput[1].median(), "calls/s"), fmtNum(tput[0].median(), "calls/s"),
-		100*tput[1].median()/tput[0].median(), fmtNum(handler.median(), "ms"), fmtNum(lat[0].median(), "ms"),
-		fmtNum(lat[1].median(), "ms"), n)
-	if limit := float64(kube.DefaultQPS) / 2; math.Abs(tput[1].median()-limit)/limit < 0.1 {
-		note += fmt.Sprintf(" The rate sits at %.0f calls/s, the Kubernetes client's limit for calls that miss the watch "+
-			"cache: each reads the SandboxClaim and the Sandbox from the API (tools.Deps.resolve → kube.Client.Get), two "+
-			"tokens from one bucket of %d requests/s (kube.DefaultQPS), so the handler mostly waits for tokens.", limit, kube.DefaultQPS)
-	}
-	s.notes = append(s.notes, note)
-	return s, nil
+	return lat, tput, h.log.takeHandler("execute_command"), nil
 }
 
-// loadClients connects n sessions to the HTTP server and gives each its own sandbox.
-func (b *bench) loadClients(ctx context.Context, h *httpServer, n int) ([]*loadClient, error) {
-	clients := make([]*loadClient, n)
-	for i := range clients {
-		cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.base + "/mcp", HTTPClient: newHTTPClient()},
-			&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
-		if err != nil {
-			return clients[:i], fmt.Errorf("client %d: %w\n%s", i, err, h.log.tail())
-		}
-		clients[i] = &loadClient{cs: cs}
-	}
-	errs := make([]error, n)
+// bearer adds a principal's token to every request of the MCP client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	return t.next.RoundTrip(r)
+}
+
+func connectAs(ctx context.Context, h *httpServer, token string) (*mcp.ClientSession, error) {
+	hc := newHTTPClient()
+	hc.Transport = bearer{token: token, next: hc.Transport}
+	return newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.base + "/mcp", HTTPClient: hc},
+		&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+}
+
+// principalSandboxes creates one sandbox per principal, all at once.
+func (b *bench) principalSandboxes(ctx context.Context, h *httpServer, principals []principal) error {
+	errs := make([]error, len(principals))
 	var wg sync.WaitGroup
-	for i, c := range clients {
+	for i := range principals {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 			defer cancel()
-			var res createResult
-			if errs[i] = callTool(cctx, c.cs, "create_sandbox", b.createArgs(localstack.SandboxdPool), &res); errs[i] != nil {
-				return
-			}
-			ip, err := b.ns.podIP(cctx, res.SandboxName)
+			cs, err := connectAs(cctx, h, principals[i].token)
 			if errs[i] = err; err != nil {
 				return
 			}
-			c.sandbox = sandbox{claim: res.SandboxClaimName, name: res.SandboxName, podIP: ip}
-			c.direct, errs[i] = newSandboxdDirect(ip)
+			defer cs.Close()
+			var res createResult
+			if errs[i] = callTool(cctx, cs, "create_sandbox", b.createArgs(localstack.SandboxdPool), &res); errs[i] != nil {
+				return
+			}
+			ip, err := b.ns.podIP(cctx, res.SandboxName)
+			errs[i] = err
+			principals[i].sandbox = sandbox{claim: res.SandboxClaimName, name: res.SandboxName, podIP: ip}
 		})
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return clients, fmt.Errorf("client %d sandbox: %w", i, err)
+			return fmt.Errorf("principal %d sandbox: %w\n%s", i, err, h.log.tail())
+		}
+	}
+	return nil
+}
+
+// loadClients connects n sessions, client i as principal i mod len(principals), each with
+// its own direct gRPC connection to that principal's sandbox.
+func (b *bench) loadClients(ctx context.Context, h *httpServer, principals []principal, n int) ([]*loadClient, error) {
+	clients := make([]*loadClient, 0, n)
+	for i := range n {
+		p := principals[i%len(principals)]
+		cs, err := connectAs(ctx, h, p.token)
+		if err != nil {
+			return clients, fmt.Errorf("client %d: %w\n%s", i, err, h.log.tail())
+		}
+		c := &loadClient{cs: cs, sandbox: p.sandbox}
+		clients = append(clients, c)
+		if c.direct, err = newSandboxdDirect(p.sandbox.podIP); err != nil {
+			return clients, err
 		}
 	}
 	return clients, nil

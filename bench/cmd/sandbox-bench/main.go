@@ -23,21 +23,22 @@ type config struct {
 	server, minimal, out, analysis, command string
 	items                                   map[string]bool
 
-	warm         int
-	smallRuns    int
-	bigRuns      int
-	bigServers   int
-	bigBytes     []int64
-	pyBigBytes   []int64
-	createRuns   int
-	httpClients  int
-	httpCalls    int
-	httpRounds   int
-	startupRuns  int
-	listRuns     int
-	listFiles    []int
-	poolReplicas int
-	runs         int
+	warm            int
+	smallRuns       int
+	bigRuns         int
+	bigServers      int
+	bigBytes        []int64
+	pyBigBytes      []int64
+	createRuns      int
+	httpClients     int
+	httpClientsMore int
+	httpCalls       int
+	httpRounds      int
+	startupRuns     int
+	listRuns        int
+	listFiles       []int
+	poolReplicas    int
+	runs            int
 }
 
 func parseFlags(args []string) (config, error) {
@@ -56,7 +57,8 @@ func parseFlags(args []string) (config, error) {
 	bigBytes := fs.String("big-bytes", "20000000,200000000", "item 2: output sizes through sandboxd")
 	pyBigBytes := fs.String("py-big-bytes", "20000000,200000000", "item 2: output sizes through the python runtime")
 	fs.IntVar(&c.createRuns, "create-runs", 20, "item 3: create_sandbox calls")
-	fs.IntVar(&c.httpClients, "http-clients", 16, "item 4: concurrent clients")
+	fs.IntVar(&c.httpClients, "http-clients", 16, "item 4: concurrent clients, one per principal and sandbox")
+	fs.IntVar(&c.httpClientsMore, "http-clients-more", 64, "item 4: concurrent clients of the second load, over the same principals")
 	fs.IntVar(&c.httpCalls, "http-calls", 25, "item 4: calls per client per round")
 	fs.IntVar(&c.httpRounds, "http-rounds", 4, "item 4: rounds per side")
 	fs.IntVar(&c.startupRuns, "startup-runs", 30, "item 5: process starts per server")
@@ -67,8 +69,8 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.bigServers < 1 || c.bigRuns < 1 || c.runs < 1 {
-		return c, fmt.Errorf("-big-servers, -big-runs and -runs must be at least 1")
+	if c.bigServers < 1 || c.bigRuns < 1 || c.runs < 1 || c.httpClients < 1 || c.httpClientsMore < 1 {
+		return c, fmt.Errorf("-big-servers, -big-runs, -runs, -http-clients and -http-clients-more must be at least 1")
 	}
 	c.poolReplicas = *replicas
 	c.items = map[string]bool{}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+// mcpFloor measures what MCP itself costs per call in this run: the minimal mcp-go server's
+// no-op tool over stdio, with the same client, against the server's cheapest call that does
+// reach its tools layer (get_sandbox_status of a claim the watch cache holds: no API request,
+// no sandbox). The first is the protocol's floor; the gap to the second is the server's own
+// code on the way of every call.
+func (b *bench) mcpFloor(ctx context.Context) (comparison, error) {
+	c := comparison{name: "MCP floor: minimal mcp-go no-op `tools/call` vs the server's `get_sandbox_status` (watch cache, " +
+		"no API request), back to back", unit: "ms"}
+	rt, err := b.sandboxd(ctx)
+	if err != nil {
+		return c, err
+	}
+	env, err := b.serverEnv("SANDBOXD_POD_IP")
+	if err != nil {
+		return c, err
+	}
+	minimal, err := startStdio(ctx, b.cfg.minimal, env)
+	if err != nil {
+		return c, err
+	}
+	defer minimal.close()
+	noop := func(ctx context.Context) error {
+		res, err := callToolResult(ctx, minimal.cs, "echo", map[string]any{"text": "hi"})
+		if err == nil && len(res.Content) != 1 {
+			err = fmt.Errorf("%w: echo returned %d contents", errMismatch, len(res.Content))
+		}
+		return err
+	}
+	args := b.claimArgs(rt.sandbox, nil)
+	status := func(ctx context.Context) error {
+		var res struct {
+			Status string `json:"status"`
+		}
+		if err := callTool(ctx, rt.srv.cs, "get_sandbox_status", args, &res); err != nil {
+			return err
+		}
+		if res.Status != "SandboxReady" {
+			return fmt.Errorf("%w: status %q", errMismatch, res.Status)
+		}
+		return nil
+	}
+	c.base, c.subj, err = interleave(ctx, b.cfg.warm, b.cfg.smallRuns, noop, status)
+	return c, err
+}
