@@ -129,7 +129,7 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 	if err != nil {
 		return res, ref, err
 	}
-	if r.ExitCode == -1 && d.sandboxStopped(ctx, a.claimArgs) {
+	if r.ExitCode == -1 && d.sandboxStopped(ctx, a.claimArgs, target(c)) {
 		return res, ref, errSandboxStopped
 	}
 	return res, ref, nil
@@ -140,28 +140,42 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 var errSandboxStopped = errors.New("the sandbox stopped while the command ran (its pod was deleted or restarted), which killed the command")
 
 // sandboxStopped tells a command killed with the sandbox (pod deleted or restarted) from one
-// killed alone (the OOM killer): the Sandbox stops being Ready. Only asked after a signal
-// kill, so ordinary commands pay nothing.
-func (d Deps) sandboxStopped(ctx context.Context, a claimArgs) bool {
+// killed alone (the OOM killer): the runtime stops answering, or the Sandbox stops being
+// Ready. The runtime is the quicker sign (it exits right after reporting the kill; the
+// Sandbox's condition waits for the kubelet and the controller, seconds on a busy node).
+// Only asked after a signal kill, so ordinary commands pay nothing.
+func (d Deps) sandboxStopped(ctx context.Context, a claimArgs, t conn.Target) bool {
 	ref, owner, err := d.caller(ctx, a)
 	if err != nil {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.stoppedWithin())
 	defer cancel()
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		st, err := d.Claims.Status(ctx, ref.Namespace, ref.Name, owner)
 		if errors.Is(err, kube.ErrNotFound) || (err == nil && !st.Ready) {
 			return true
 		}
+		if d.runtimeGone(ctx, t) {
+			return true
+		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-t.C:
+		case <-tick.C:
 		}
 	}
+}
+
+// runtimeGone probes the runtime with a cheap read: refused or reset means it has exited. A
+// probe that times out says nothing (an address with no host behind it can take seconds).
+func (d Deps) runtimeGone(ctx context.Context, t conn.Target) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := d.Conn.Exists(ctx, t, ".")
+	return errors.Is(err, conn.ErrUnreachable)
 }
 
 // heartbeats sends a progress notification every few seconds while the command runs, carrying

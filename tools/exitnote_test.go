@@ -1,9 +1,13 @@
 package tools
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 )
 
 func TestExitNote(t *testing.T) {
@@ -36,23 +40,29 @@ func TestExitNote(t *testing.T) {
 // A command killed by a signal (-1 from sandboxd) is the command's own end while the sandbox
 // stays ready (the OOM killer), and an error naming the sandbox when the sandbox stopped.
 func TestKilledCommandTellsASandboxStopFromAnOOMKill(t *testing.T) {
+	const stoppedMsg = `Could not execute the command in sandbox "mine": the sandbox stopped while the command ran`
 	tests := []struct {
-		name    string
-		stopped bool
-		want    string
+		name      string
+		notReady  bool  // the Sandbox's Ready condition is false
+		probeErr  error // what a read from the runtime returns
+		wantError bool
+		want      string
 	}{
-		{"sandbox still ready", false, "out-of-memory killer"},
-		{"sandbox stopped", true, `Could not execute the command in sandbox "mine": the sandbox stopped while the command ran`},
+		{"sandbox still ready, runtime answers", false, nil, false, "out-of-memory killer"},
+		{"runtime slow to answer proves nothing", false, context.DeadlineExceeded, false, "out-of-memory killer"},
+		{"sandbox not ready", true, nil, true, stoppedMsg},
+		{"runtime gone before the condition changed", false, fmt.Errorf("exists: %w: connection refused", conn.ErrUnreachable), true, stoppedMsg},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.StoppedWithin = 50 * time.Millisecond })
 			h.claims.add("default", "mine", testOwner)
-			h.claims.stopped = tt.stopped
+			h.claims.stopped = tt.notReady
+			h.conn.existsErr = tt.probeErr
 			h.conn.exitCode = -1
 			res := h.call(t, "execute_command", map[string]any{"sandbox_claim_name": "mine", "command": "sleep 100"})
-			if res.IsError != tt.stopped || !strings.Contains(text(res), tt.want) {
-				t.Errorf("isError %v, %s; want isError %v and %q", res.IsError, text(res), tt.stopped, tt.want)
+			if res.IsError != tt.wantError || !strings.Contains(text(res), tt.want) {
+				t.Errorf("isError %v, %s; want isError %v and %q", res.IsError, text(res), tt.wantError, tt.want)
 			}
 		})
 	}

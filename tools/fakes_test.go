@@ -124,6 +124,7 @@ type fakeConn struct {
 	stdout, stderr string
 	exitCode       int
 	execErr        error
+	existsErr      error // returned by Exists when set
 	files          map[string][]byte
 	listing        conn.Listing
 	calls          int
@@ -165,6 +166,9 @@ func (f *fakeConn) List(_ context.Context, t conn.Target, path string, max int) 
 
 func (f *fakeConn) Exists(_ context.Context, t conn.Target, path string) (bool, error) {
 	f.calls++
+	if f.existsErr != nil {
+		return false, f.existsErr
+	}
 	_, ok := f.files[path]
 	return ok, nil
 }
