@@ -22,11 +22,12 @@ import (
 const httpGoal = 0.8
 
 // Item 4 runs like a shared deployment: the server has bearer tokens for one principal per
-// sandbox (a principal owns the sandboxes any of its sessions created). With as many clients
-// as sandboxes each principal has one session; with more, several sessions of a principal use
-// its sandbox at once, within the server's per-principal limit of concurrent calls.
+// sandbox, and the clients speak the sessionless 2026-07-28 protocol, where the principal owns
+// the sandboxes (in the 2025-11-25 one each session owns its own, and ending it releases them).
+// With as many clients as sandboxes each principal has one client; with more, several clients
+// of a principal use its sandbox at once, within the per-principal limit of concurrent calls.
 
-// loadClient is one of the concurrent HTTP clients: its own MCP session as one principal, that
+// loadClient is one of the concurrent HTTP clients: its own MCP client as one principal, that
 // principal's sandbox, and a direct client to the same sandbox for the baseline.
 type loadClient struct {
 	cs      *mcp.ClientSession
@@ -45,12 +46,12 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 	nsb, m := b.cfg.httpClients, b.cfg.httpCalls
 	s := &section{title: fmt.Sprintf("4. HTTP mode: %d and %d concurrent clients running execute_command", counts[0], counts[1]),
 		what: fmt.Sprintf("The server runs with `--http` (sandboxd-in-cluster, pod IP) and bearer tokens for %d principals, "+
-			"each with one sandbox. Each client is an MCP session (protocol %s) of one principal, running %d `execute_command` "+
+			"each with one sandbox. Each client is an MCP client (the SDK's default, sessionless protocol) of one principal, running %d `execute_command` "+
 			"calls of `%s` back to back in that principal's sandbox: with %d clients one per principal, with %d clients %d per "+
 			"principal. The baseline is as many goroutines, each with its own gRPC connection, calling `Execute` directly on "+
 			"the same sandboxes. %d measured rounds per side after one warm-up round, alternating which side goes first. "+
 			"Throughput is calls per second of one round; latencies are per call over all rounds.",
-			nsb, protocolVersion, m, smallCommand, counts[0], counts[1], counts[1]/nsb, b.cfg.httpRounds)}
+			nsb, m, smallCommand, counts[0], counts[1], counts[1]/nsb, b.cfg.httpRounds)}
 	principals := make([]principal, nsb)
 	var tokens []string
 	for i := range principals {
@@ -176,8 +177,7 @@ func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func connectAs(ctx context.Context, h *httpServer, token string) (*mcp.ClientSession, error) {
 	hc := newHTTPClient()
 	hc.Transport = bearer{token: token, next: hc.Transport}
-	return newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.base + "/mcp", HTTPClient: hc},
-		&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	return newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.base + "/mcp", HTTPClient: hc}, nil)
 }
 
 // principalSandboxes creates one sandbox per principal, all at once.
