@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 	sandboxclientset "sigs.k8s.io/agent-sandbox/clients/k8s/clientset/versioned"
@@ -106,7 +107,8 @@ type nsWatch struct {
 	stopped   chan struct{} // closed once the informers' goroutines have returned
 
 	absentMu sync.Mutex
-	absent   map[string]time.Time // names the API did not find while synced (cache_miss.go)
+	absent   map[string]time.Time    // names the API did not find while synced (cache_miss.go)
+	deleted  map[types.UID]time.Time // claims this process deleted, until the watch catches up
 }
 
 func newWatchCache(ext extclientset.Interface, core sandboxclientset.Interface, ownerKey string, o options) *watchCache {

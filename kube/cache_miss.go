@@ -7,6 +7,7 @@ import (
 
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
+	"k8s.io/apimachinery/pkg/types"
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 )
 
@@ -88,6 +89,9 @@ func (c *Client) fromCache(namespace, name, owner string) (*extv1beta1.SandboxCl
 		return nil, nil, cacheMiss{}
 	}
 	if obj, sb, ok := c.cache.lookup(namespace, name); ok && obj.Labels[c.ownerKey] == owner {
+		if c.cache.deletedHere(namespace, obj.UID) {
+			return nil, nil, cacheMiss{gone: true}
+		}
 		return obj, sb, cacheMiss{}
 	}
 	return nil, nil, c.cache.miss(namespace, name, owner)
@@ -104,4 +108,37 @@ func (c *Client) ownedClaimAfter(ctx context.Context, miss cacheMiss, namespace,
 		miss.remember()
 	}
 	return obj, err
+}
+
+// A claim this process deleted stays in the cache until the watch delivers the deletion, a
+// few milliseconds later; a status or exec call in between must already see it gone, as the
+// API does. Remembered by UID, so a new claim of the same name is not hidden.
+func (w *watchCache) markDeleted(namespace string, uid types.UID) {
+	nw := w.use(namespace, false)
+	if nw == nil {
+		return
+	}
+	nw.absentMu.Lock()
+	defer nw.absentMu.Unlock()
+	now := w.now()
+	if nw.deleted == nil {
+		nw.deleted = map[types.UID]time.Time{}
+	}
+	for k, t := range nw.deleted {
+		if now.Sub(t) >= absentTTL {
+			delete(nw.deleted, k)
+		}
+	}
+	nw.deleted[uid] = now
+}
+
+func (w *watchCache) deletedHere(namespace string, uid types.UID) bool {
+	nw := w.use(namespace, false)
+	if nw == nil {
+		return false
+	}
+	nw.absentMu.Lock()
+	defer nw.absentMu.Unlock()
+	t, ok := nw.deleted[uid]
+	return ok && w.now().Sub(t) < absentTTL
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 // TestSyncedCacheAnswersNotFound: once a namespace is watched, the same missing or foreign
@@ -61,8 +63,13 @@ func TestSyncedCacheAnswersNotFound(t *testing.T) {
 	}
 
 	// A claim created after the API said "nope" was not there comes through the watch.
-	late := claimObj(testNS, "nope", map[string]string{testKey: testOwner}, readyStatus("sb-1", "10.0.0.9"))
-	late.UID = "uid-1" // bound to the fixture's Sandbox, as far as the cache can tell
+	late := claimObj(testNS, "nope", map[string]string{testKey: testOwner}, readyStatus("sb-2", "10.0.0.8"))
+	late.UID = "uid-late"
+	sb := sandboxObj(testNS, "sb-2", "sb-2.team-a.svc.cluster.local", []string{"10.0.0.8"}, cond("Ready", metav1.ConditionTrue, "DependenciesReady", ""))
+	sb.Labels = map[string]string{claimUIDLabel: "uid-late"}
+	if _, err := f.core.AgentsV1beta1().Sandboxes(testNS).Create(ctx, sb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.ext.ExtensionsV1beta1().SandboxClaims(testNS).Create(ctx, late, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,5 +91,29 @@ func TestSyncedCacheAnswersNotFound(t *testing.T) {
 	}
 	if n := gets() - before; n != 2 {
 		t.Errorf("%d API GETs around the TTL, want 2", n)
+	}
+}
+
+// TestDeletedClaimIsGoneBeforeTheWatchSaysSo: right after delete_sandbox the cache still holds
+// the claim (here for good: the DELETE reaches no tracker), and status must say not found.
+func TestDeletedClaimIsGoneBeforeTheWatchSaysSo(t *testing.T) {
+	f := newFakes(t, cachedFixture("uid-1")...)
+	withCache(t, f, defaultOptions())
+	ctx := context.Background()
+	if _, err := f.c.Get(ctx, testNS, "mine", testOwner); err != nil {
+		t.Fatal(err)
+	}
+	waitCached(t, f.c)
+	f.ext.PrependReactor("delete", "sandboxclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil
+	})
+	if err := f.c.Delete(ctx, testNS, "mine", testOwner); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := f.c.Status(ctx, testNS, "mine", testOwner); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("status right after delete: %+v, %v; want not found", st, err)
+	}
+	if _, err := f.c.Get(ctx, testNS, "mine", testOwner); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get right after delete: %v; want not found", err)
 	}
 }

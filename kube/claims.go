@@ -137,6 +137,9 @@ func (c *Client) Delete(ctx context.Context, namespace, name, owner string) erro
 	if apierrors.IsConflict(err) {
 		return nil // ours is gone; a different claim now has the name
 	}
+	if err == nil && c.cache != nil {
+		c.cache.markDeleted(namespace, obj.UID)
+	}
 	return err
 }
 
