@@ -9,7 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/cache"
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 	sandboxclientset "sigs.k8s.io/agent-sandbox/clients/k8s/clientset/versioned"
@@ -106,9 +106,7 @@ type nsWatch struct {
 	factories []interface{ Shutdown() }
 	stopped   chan struct{} // closed once the informers' goroutines have returned
 
-	absentMu sync.Mutex
-	absent   map[string]time.Time    // names the API did not find while synced (cache_miss.go)
-	deleted  map[types.UID]time.Time // claims this process deleted, until the watch catches up
+	forgotten *utilcache.LRUExpireCache // cache_miss.go
 }
 
 func newWatchCache(ext extclientset.Interface, core sandboxclientset.Interface, ownerKey string, o options) *watchCache {
@@ -231,7 +229,8 @@ func (w *watchCache) stopLocked(el *list.Element) {
 
 func (w *watchCache) start(namespace string) *nsWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	nw := &nsWatch{namespace: namespace, failed: make(chan struct{}), cancel: cancel, stopped: make(chan struct{})}
+	nw := &nsWatch{namespace: namespace, failed: make(chan struct{}), cancel: cancel, stopped: make(chan struct{}),
+		forgotten: newForgotten(w.now)}
 	ef := extinformers.NewSharedInformerFactoryWithOptions(w.ext, 0, extinformers.WithNamespace(namespace),
 		extinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = w.ownerKey }))
 	sf := sandboxinformers.NewSharedInformerFactoryWithOptions(w.core, 0, sandboxinformers.WithNamespace(namespace),

@@ -8,6 +8,7 @@ import (
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"k8s.io/apimachinery/pkg/types"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 )
 
@@ -20,16 +21,26 @@ import (
 //     for it first. The TTL bounds what a silently stalled watch could hide.
 const (
 	absentTTL = 5 * time.Second
-	// maxAbsent bounds the remembered names per namespace; beyond it the oldest half goes.
-	maxAbsent = 1024
+	// maxForgotten bounds the names and UIDs remembered per namespace (least recently added go first).
+	maxForgotten = 1024
 )
+
+// forgotten is what a namespace's watch may not show yet: names the API did not find while
+// it was synced (string keys) and claims this process deleted (types.UID keys), each for
+// absentTTL. apimachinery's LRU expiring cache does the bounding and the expiry.
+func newForgotten(now func() time.Time) *utilcache.LRUExpireCache {
+	return utilcache.NewLRUExpireCacheWithClock(maxForgotten, clockFunc(now))
+}
+
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
 
 // cacheMiss is what the cache knows about a claim lookup could not answer.
 type cacheMiss struct {
 	nw   *nsWatch // the namespace's watch, synced before the API read; nil: not watched
 	name string
 	gone bool // the caller has no claim by this name: answer not found without the API
-	now  func() time.Time
 }
 
 // miss says whether a synced watch shows that owner has no claim called name.
@@ -38,48 +49,20 @@ func (w *watchCache) miss(namespace, name, owner string) cacheMiss {
 	if nw == nil || !nw.ready() {
 		return cacheMiss{}
 	}
-	m := cacheMiss{nw: nw, name: name, now: w.now}
+	m := cacheMiss{nw: nw, name: name}
 	if claim, err := nw.claims.Get(name); err == nil {
 		m.gone = claim.Labels[w.ownerKey] != owner
 	} else {
-		m.gone = nw.recentlyAbsent(name, w.now())
+		_, m.gone = nw.forgotten.Get(name)
 	}
 	return m
 }
 
 // remember records that the API found no claim of the caller's by this name.
 func (m cacheMiss) remember() {
-	if m.nw == nil {
-		return
+	if m.nw != nil {
+		m.nw.forgotten.Add(m.name, struct{}{}, absentTTL)
 	}
-	nw, now := m.nw, m.now()
-	nw.absentMu.Lock()
-	defer nw.absentMu.Unlock()
-	if nw.absent == nil {
-		nw.absent = map[string]time.Time{}
-	}
-	if len(nw.absent) >= maxAbsent {
-		for k, t := range nw.absent {
-			if now.Sub(t) >= absentTTL/2 {
-				delete(nw.absent, k)
-			}
-		}
-		if len(nw.absent) >= maxAbsent {
-			clear(nw.absent)
-		}
-	}
-	nw.absent[m.name] = now
-}
-
-func (nw *nsWatch) recentlyAbsent(name string, now time.Time) bool {
-	nw.absentMu.Lock()
-	defer nw.absentMu.Unlock()
-	t, ok := nw.absent[name]
-	if ok && now.Sub(t) >= absentTTL {
-		delete(nw.absent, name)
-		return false
-	}
-	return ok
 }
 
 // fromCache returns the owner's claim and its Sandbox when the watch cache has both, and
@@ -114,22 +97,9 @@ func (c *Client) ownedClaimAfter(ctx context.Context, miss cacheMiss, namespace,
 // few milliseconds later; a status or exec call in between must already see it gone, as the
 // API does. Remembered by UID, so a new claim of the same name is not hidden.
 func (w *watchCache) markDeleted(namespace string, uid types.UID) {
-	nw := w.use(namespace, false)
-	if nw == nil {
-		return
+	if nw := w.use(namespace, false); nw != nil {
+		nw.forgotten.Add(uid, struct{}{}, absentTTL)
 	}
-	nw.absentMu.Lock()
-	defer nw.absentMu.Unlock()
-	now := w.now()
-	if nw.deleted == nil {
-		nw.deleted = map[types.UID]time.Time{}
-	}
-	for k, t := range nw.deleted {
-		if now.Sub(t) >= absentTTL {
-			delete(nw.deleted, k)
-		}
-	}
-	nw.deleted[uid] = now
 }
 
 func (w *watchCache) deletedHere(namespace string, uid types.UID) bool {
@@ -137,8 +107,6 @@ func (w *watchCache) deletedHere(namespace string, uid types.UID) bool {
 	if nw == nil {
 		return false
 	}
-	nw.absentMu.Lock()
-	defer nw.absentMu.Unlock()
-	t, ok := nw.deleted[uid]
-	return ok && w.now().Sub(t) < absentTTL
+	_, ok := nw.forgotten.Get(uid)
+	return ok
 }
