@@ -15,18 +15,19 @@ import (
 
 // The python runtime has no shell (/execute shlex-splits the command and runs it without
 // one), ignores the request's timeout, and starts every command in a new session, so the
-// command's pid is also its process-group id. Each command runs under `env` with a random
-// token in its environment (env execs the command: same pid, and every process the command
-// starts inherits the token). On timeout or cancellation killScript, in a second /execute,
+// command's pid is also its process-group id. Each command carries a random token (see
+// markedCommand) that every process it starts inherits. On timeout or cancellation killScript, in a second /execute,
 // finds the processes carrying the token and kills their process groups: the command's own,
 // and any a child made with setsid. No wrapper shell, pid file or clean-up runs per command.
 const (
 	runTokenVar = "K8S_SANDBOX_MCP_RUN"
 	// killScript ($0 is "K8S_SANDBOX_MCP_RUN=<token>") retries for a moment, as the command
 	// may have only just started. A process of the command that leads no group makes kill
-	// fail harmlessly. dash's kill needs "-s KILL": "-KILL --" fails.
-	killScript = `i=0; while [ $i -lt 20 ]; do f=; for e in /proc/[0-9]*/environ; do ` +
-		`if grep -qxzF -e "$0" "$e" 2>/dev/null; then p=${e#/proc/}; kill -s KILL -- "-${p%/environ}" 2>/dev/null; f=1; fi; done; ` +
+	// fail harmlessly. dash's kill needs "-s KILL": "-KILL --" fails. Its own cmdline
+	// carries the token too, so $$ is skipped.
+	killScript = `i=0; while [ $i -lt 20 ]; do f=; for e in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do ` +
+		`p=${e#/proc/}; p=${p%/*}; [ "$p" = $$ ] && continue; ` +
+		`if grep -qxzF -e "$0" "$e" 2>/dev/null; then kill -s KILL -- "-$p" 2>/dev/null; f=1; fi; done; ` +
 		`[ -z "$f" ] || exit 0; sleep 0.1; i=$((i+1)); done; exit 0`
 	// routerSlack keeps the router's own timeout (X-Sandbox-Timeout) behind ours, so the
 	// caller sees ErrTimeout rather than a router 504.
@@ -56,10 +57,7 @@ func (p *pyConn) Exec(ctx context.Context, t Target, req ExecRequest) (ExecResul
 	if req.Timeout > 0 {
 		hint = req.Timeout + routerSlack
 	}
-	if strings.Contains(argv[0], "=") { // env would take the program for an assignment
-		argv = append([]string{"/bin/sh", "-c", `exec "$@"`, "sh"}, argv...)
-	}
-	command := shJoin(append([]string{"env", token}, argv...))
+	command := markedCommand(req, argv, token)
 	resp, mayRun, err := p.post(runCtx, t, command, hint)
 	if err != nil {
 		if mayRun {
@@ -178,6 +176,21 @@ func (h *heldWriter) flush() error {
 	}
 	_, err := h.w.Write(h.held)
 	return err
+}
+
+// markedCommand returns the command line for /execute with token on the command's processes.
+// A shell command needs no extra exec: the token is the shell's $0 (its own cmdline, where
+// killScript looks too) and is exported to everything it starts. A program given as argv
+// runs under env, which execs it with the token in its environment.
+func markedCommand(req ExecRequest, argv []string, token string) string {
+	if req.Command != "" {
+		// On the script's first line, so the shell's error messages keep their line numbers.
+		return shJoin([]string{"/bin/sh", "-c", `export "$0"; ` + req.Command, token})
+	}
+	if strings.Contains(argv[0], "=") { // env would take the program for an assignment
+		argv = append([]string{"/bin/sh", "-c", `exec "$@"`, "sh"}, argv...)
+	}
+	return shJoin(append([]string{"env", token}, argv...))
 }
 
 // newRunToken returns "K8S_SANDBOX_MCP_RUN=<random>", the environment entry that marks one
