@@ -50,6 +50,9 @@ func Run(t *testing.T, newConn NewConn) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newConn) })
 	}
+	for _, tc := range procCases {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newConn) })
+	}
 }
 
 // env is one subtest's connection.
