@@ -83,7 +83,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		Claims: a.claims, Conn: a.conn, DefaultNamespace: defaultNS, Log: a.log,
 		MaxDownloadBytes: a.cfg.Connection.MaxDownloadBytes, AllowedNamespaces: a.cfg.AllowedNamespaces,
 		MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
-		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor,
+		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor, ProcessOutputBytes: a.cfg.ProcessOutputBytes,
 	}
 	return a, nil
 }

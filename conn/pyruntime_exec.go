@@ -21,13 +21,14 @@ import (
 // and any a child made with setsid. No wrapper shell, pid file or clean-up runs per command.
 const (
 	runTokenVar = "K8S_SANDBOX_MCP_RUN"
-	// killScript ($0 is "K8S_SANDBOX_MCP_RUN=<token>") retries for a moment, as the command
-	// may have only just started. A process of the command that leads no group makes kill
-	// fail harmlessly. dash's kill needs "-s KILL": "-KILL --" fails. Its own cmdline
-	// carries the token too, so $$ is skipped.
-	killScript = `i=0; while [ $i -lt 20 ]; do f=; for e in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do ` +
-		`p=${e#/proc/}; p=${p%/*}; [ "$p" = $$ ] && continue; ` +
-		`if grep -qxzF -e "$0" "$e" 2>/dev/null; then kill -s KILL -- "-$p" 2>/dev/null; f=1; fi; done; ` +
+	// killScript ($0 is runTokenVar, $1 the token's value) retries for a moment, as the command
+	// may have only just started. One grep reads every process's environment and command line;
+	// the token reaches it on stdin and is never whole in the cmdline of the script or its
+	// subshells, so only the command's processes match. A process of the command that leads no
+	// group makes kill fail harmlessly. dash's kill needs "-s KILL": "-KILL --" fails.
+	killScript = `t="$0=$1"; i=0; while [ $i -lt 20 ]; do f=; ` +
+		`for e in $(printf '%s' "$t" | grep -lzxF -f - /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null); do ` +
+		`p=${e#/proc/}; p=${p%/*}; f=1; kill -s KILL -- "-$p" 2>/dev/null; done; ` +
 		`[ -z "$f" ] || exit 0; sleep 0.1; i=$((i+1)); done; exit 0`
 	// routerSlack keeps the router's own timeout (X-Sandbox-Timeout) behind ours, so the
 	// caller sees ErrTimeout rather than a router 504.
@@ -116,7 +117,8 @@ func (p *pyConn) post(ctx context.Context, t Target, command string, hint time.D
 func (p *pyConn) killGroup(ctx context.Context, t Target, token string) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
 	defer cancel()
-	if resp, _, err := p.post(kctx, t, shJoin([]string{"/bin/sh", "-c", killScript, token}), killTimeout); err == nil {
+	name, value, _ := strings.Cut(token, "=")
+	if resp, _, err := p.post(kctx, t, shJoin([]string{"/bin/sh", "-c", killScript, name, value}), killTimeout); err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 	}

@@ -50,7 +50,7 @@ type windowText struct {
 }
 
 func newWindowText(w Window) windowText {
-	return windowText{w: w, head: newStringText(string(w.Head)), tail: newStringText(string(w.Tail))}
+	return windowText{w: w, head: newStringText(Decode(w.Head)), tail: newStringText(Decode(w.Tail))}
 }
 
 // estimate is the stretch's length in code points for sharing the budget; the gap counts a
@@ -88,4 +88,35 @@ func (t windowText) fit(allowance int) (string, int, bool, int64) {
 			return b.String(), -1, true, omitted
 		}
 	}
+}
+
+// Page renders at most chars code points from the start of b, decoded as Decode does, and
+// returns how many bytes of b they took, so a reader can continue exactly after them. A
+// multi-byte sequence cut off by b's end is left for the next page unless atEnd says no
+// more bytes follow.
+func Page(b []byte, chars int, atEnd bool) (string, int) {
+	i := 0
+	for n := 0; n < chars && i < len(b); n++ {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if !atEnd && !utf8.FullRune(b[i:]) {
+			break
+		}
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+	}
+	return Decode(b[:i]), i
+}
+
+// PageWindows renders a page of each stream's fetched bytes within budget code points,
+// shared as Apply shares it, and returns how many bytes of each the page took. atEnd says
+// whether a stream's bytes reach its end (an unfinished sequence there is then shown).
+func PageWindows(stdout, stderr []byte, stdoutAtEnd, stderrAtEnd bool, budget int) (so, se string, usedOut, usedErr int) {
+	budget = clampBudget(budget)
+	ao, ae := allowances(len(stdout), len(stderr), budget)
+	so, usedOut = Page(stdout, ao, stdoutAtEnd)
+	se, usedErr = Page(stderr, ae, stderrAtEnd)
+	return so, se, usedOut, usedErr
 }

@@ -164,7 +164,7 @@ func (s *argSchema) sentence(e *jsonschema.ValidationError) string {
 	name := strings.Join(e.InstanceLocation, ".")
 	p := s.Properties[e.InstanceLocation[0]]
 	if len(e.InstanceLocation) > 1 {
-		p = nested(p)
+		p = nested(p, e.InstanceLocation[1])
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
@@ -275,7 +275,13 @@ func ratString(r *big.Rat) string {
 	return r.FloatString(3)
 }
 
-func nested(p prop) prop {
+// nested is the schema of a member of p: a named property, an array item or a map value.
+func nested(p prop, member string) prop {
+	if props, ok := p["properties"].(map[string]any); ok {
+		if m, ok := props[member].(map[string]any); ok {
+			return m
+		}
+	}
 	if items, ok := p["items"].(map[string]any); ok {
 		return items
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -41,6 +42,9 @@ type Deps struct {
 	// null (a sandbox without a TTL, which the spec allows) only when an operator said so.
 	MaxShutdownAfter time.Duration
 	AllowNoShutdown  bool
+	// ProcessOutputBytes is kept per stream of a start_process process; 0 means
+	// proc.DefaultMaxOutputBytes.
+	ProcessOutputBytes int64
 	// MaxDownloadBytes bounds download_file; 0 means conn.DefaultMaxDownloadBytes.
 	MaxDownloadBytes int64
 	// AllowedNamespaces, when not empty, is the only namespaces tools may use.
@@ -62,6 +66,11 @@ type Tracker interface {
 	// owner's session has ended. done must be called with the created claim's name ("" if
 	// none); it returns an error, having deleted the claim, if the session ended meanwhile.
 	Begin(owner, namespace string) (done func(claim string) error, err error)
+}
+
+// procs reaches start_process processes through the same Conn as every other tool.
+func (d Deps) procs() proc.Runner {
+	return proc.Runner{Exec: d.Conn, MaxOutputBytes: d.ProcessOutputBytes}
 }
 
 func (d Deps) maxDownload() int64 {

@@ -1,6 +1,8 @@
 // Package tools holds the MCP surface of k8s-sandbox-mcp: one handler per tool of the spec
 // (create_sandbox, delete_sandbox, execute_command, upload_file, download_file, list_files,
-// file_exists, get_sandbox_status), run_code, and the sandboxes://{namespace} resource template.
+// file_exists, get_sandbox_status), run_code, the process tools (start_process,
+// read_process_output, write_process_stdin, signal_process, list_processes: process.go, whose
+// state lives in the sandbox through conn/proc), and the sandboxes://{namespace} resource template.
 // Every call is checked against its tool's input schema first (args.go), which owns the
 // arguments' bounds, defaults and the messages that name them.
 //

@@ -27,7 +27,8 @@ func failure(op string, ref claimRef, err error) *mcp.CallToolResult {
 	return mcp.NewToolResultError(advice(op, ref, err))
 }
 
-type claimRef struct{ Namespace, Name string }
+// claimRef names what a call was about, for advice: the claim and, for process tools, the process.
+type claimRef struct{ Namespace, Name, Process string }
 
 func advice(op string, ref claimRef, err error) string {
 	var in *inputError
@@ -36,6 +37,8 @@ func advice(op string, ref claimRef, err error) string {
 	switch {
 	case errors.As(err, &in):
 		return in.msg
+	case processAdvice(op, ref, err) != "":
+		return processAdvice(op, ref, err)
 	case errors.Is(err, kube.ErrInvalid):
 		return fmt.Sprintf("Could not %s: %v. Fix that argument and retry.", op, err)
 	case errors.Is(err, kube.ErrNotFound):

@@ -181,6 +181,18 @@ func (d Deps) runtimeGone(ctx context.Context, t conn.Target) bool {
 // heartbeats sends a progress notification every few seconds while the command runs, carrying
 // its latest output line, so clients that reset their timeout on progress keep waiting.
 func (d Deps) heartbeats(p *progress, c *output.Capture, limit time.Duration) (stop func()) {
+	return d.tick(p, func(elapsed time.Duration) string {
+		msg := fmt.Sprintf("running for %ds of %ds", int(elapsed.Seconds()), int(limit.Seconds()))
+		if line := c.LastLine(); line != "" {
+			msg += ": " + line
+		}
+		return msg
+	})
+}
+
+// tick sends a progress notification with message(elapsed) every few seconds until stop, and
+// none after it, when the client asked for progress.
+func (d Deps) tick(p *progress, message func(elapsed time.Duration) string) (stop func()) {
 	if !p.enabled() {
 		return func() {}
 	}
@@ -196,11 +208,7 @@ func (d Deps) heartbeats(p *progress, c *output.Capture, limit time.Duration) (s
 			case <-done:
 				return
 			case <-t.C:
-				msg := fmt.Sprintf("running for %ds of %ds", int(time.Since(start).Seconds()), int(limit.Seconds()))
-				if line := c.LastLine(); line != "" {
-					msg += ": " + line
-				}
-				p.send(msg)
+				p.send(message(time.Since(start)))
 			}
 		}
 	}()

@@ -55,8 +55,10 @@ func TestEveryTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readOnly := map[string]bool{"file_exists": true, "list_files": true, "download_file": true, "get_sandbox_status": true}
-	destructive := map[string]bool{"delete_sandbox": true, "execute_command": true, "upload_file": true, "run_code": true}
+	readOnly := map[string]bool{"file_exists": true, "list_files": true, "download_file": true, "get_sandbox_status": true,
+		"read_process_output": true, "list_processes": true}
+	destructive := map[string]bool{"delete_sandbox": true, "execute_command": true, "upload_file": true, "run_code": true,
+		"start_process": true, "signal_process": true}
 	h := newHarness(t)
 	res, err := h.c.ListTools(context.Background(), mcp.ListToolsRequest{})
 	if err != nil {

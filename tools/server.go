@@ -22,7 +22,11 @@ execute_command runs /bin/sh -c once (never retried) and kills the command after
 run_code runs a python, nodejs, bash or sh program without shell quoting. Output beyond
 max_output_chars (default %d) keeps its beginning and end around "[... N characters omitted ...]";
 stdout_truncated/stderr_truncated and *_total_chars say what was cut. To see more, raise max_output_chars
-(up to %d) or narrow the output (grep, head, tail, sed -n 'A,Bp'), or write it to a file and download parts.`,
+(up to %d) or narrow the output (grep, head, tail, sed -n 'A,Bp'), or write it to a file and download parts.
+For anything that runs longer than a call or keeps running (servers, watchers, long builds, interactive programs):
+start_process returns a process_id at once; read_process_output with since = the previous call's next returns only
+newer output (wait_seconds waits for some; page: true reads a long log in order); write_process_stdin types into it;
+signal_process stops it; list_processes shows them all. Process ids stay valid across calls and server restarts.`,
 	defaultShutdownAfter, maxTimeout, output.DefaultBudget, output.MaxBudget)
 
 // All returns every tool, in the order tools/list shows them, each checked against its own
@@ -34,6 +38,7 @@ func All(d Deps) []server.ServerTool {
 	all := []server.ServerTool{
 		createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
 		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),
+		startProcessTool(d), readProcessTool(d), writeProcessTool(d), signalProcessTool(d), listProcessesTool(d),
 	}
 	for i := range all {
 		all[i] = validated(all[i])

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
-	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
 
 // Processes run through nothing but Exec, so every strategy must carry the scripts of
@@ -47,7 +46,7 @@ func (e env) readUntil(r proc.Runner, id string, done func(out, errOut string, o
 	var so, se int64
 	deadline := time.Now().Add(callTimeout)
 	for time.Now().Before(deadline) {
-		o, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: id, SinceStdout: so, SinceStderr: se, Budget: output.MaxBudget, Wait: 5 * time.Second})
+		o, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: id, SinceStdout: so, SinceStderr: se, FetchBytes: 1 << 20, Wait: 5 * time.Second})
 		if err != nil {
 			e.t.Fatalf("Read(%s): %v", id, err)
 		}
@@ -83,7 +82,7 @@ func testProcOutputAndExit(t *testing.T, newConn NewConn) {
 		t.Fatalf("got stdout %q stderr %q exit %v, want \"out\\n\", \"err\\n\", 3", out, errOut, o.ExitCode)
 	}
 	// A fresh runner (another server, another replica) reads the same handle from scratch.
-	again, err := proc.Runner{Exec: e.c, Root: ".procs"}.Read(e.ctx(), e.tg, proc.ReadRequest{ID: p.ID, Budget: 1000})
+	again, err := proc.Runner{Exec: e.c, Root: ".procs"}.Read(e.ctx(), e.tg, proc.ReadRequest{ID: p.ID, FetchBytes: 4000})
 	if err != nil || string(again.Stdout.Window.Head) != "out\n" || again.Running {
 		t.Fatalf("re-read from offset 0: %+v, %v", again, err)
 	}
@@ -107,7 +106,7 @@ func testProcStdin(t *testing.T, newConn NewConn) {
 	if o.ExitCode == nil || *o.ExitCode != 0 || !o.StdinClosed {
 		t.Fatalf("after closing stdin: %+v", o)
 	}
-	full, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: p.ID, Budget: 1000})
+	full, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: p.ID, FetchBytes: 4000})
 	if err != nil || string(full.Stdout.Window.Head) != "got:hello\ntail-eof\n" {
 		t.Fatalf("whole output %q, %v", full.Stdout.Window.Head, err)
 	}
@@ -186,7 +185,7 @@ func testProcOutputCap(t *testing.T, newConn NewConn) {
 	}
 	e.readUntil(r, p.ID, func(_, _ string, o proc.Output) bool { return !o.Running })
 	// From the start: the oldest output is gone, the window starts at the first byte kept.
-	o, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: p.ID, Budget: 1000})
+	o, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: p.ID, FetchBytes: 4000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,11 +193,11 @@ func testProcOutputCap(t *testing.T, newConn NewConn) {
 		t.Fatalf("stream state %+v, want end %d and older output dropped", o.Stdout, total+3)
 	}
 	w := o.Stdout.Window
-	if w.Whole() || !strings.HasSuffix(string(w.Tail), "aEND") || int64(len(w.Head)) != output.FetchBytes(1000) {
+	if w.Whole() || !strings.HasSuffix(string(w.Tail), "aEND") || int64(len(w.Head)) != 4000 {
 		t.Fatalf("window: head %d bytes, tail ...%q, gap %d", len(w.Head), tailOf(w.Tail), w.Gap)
 	}
 	// A page reads forward from since, no further than the budget needs.
-	pg, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: p.ID, Budget: 1000, Page: true, SinceStdout: total - 10})
+	pg, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: p.ID, FetchBytes: 4000, Page: true, SinceStdout: total - 10})
 	if err != nil || string(pg.Stdout.Window.Head) != "aaaaaaaaaaEND" || pg.Stdout.Start != total-10 {
 		t.Fatalf("page at the end: %q from %d, %v", pg.Stdout.Window.Head, pg.Stdout.Start, err)
 	}
@@ -207,7 +206,7 @@ func testProcOutputCap(t *testing.T, newConn NewConn) {
 func testProcErrors(t *testing.T, newConn NewConn) {
 	e := setup(t, newConn)
 	r := e.runner()
-	if _, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: "pnosuchproc", Budget: 1000}); !errors.Is(err, proc.ErrNoProcess) {
+	if _, err := r.Read(e.ctx(), e.tg, proc.ReadRequest{ID: "pnosuchproc", FetchBytes: 4000}); !errors.Is(err, proc.ErrNoProcess) {
 		t.Fatalf("read of a missing process: %v", err)
 	}
 	if err := r.Signal(e.ctx(), e.tg, "pnosuchproc", "TERM"); !errors.Is(err, proc.ErrNoProcess) {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
-	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
 
 // Start starts a process and returns as soon as it runs; its pid is not part of its handle.
@@ -78,9 +77,9 @@ func (r Runner) Start(ctx context.Context, t conn.Target, s Spec) (Info, error) 
 type ReadRequest struct {
 	ID                       string
 	SinceStdout, SinceStderr int64
-	// Budget is the caller's max_output_chars: enough of each stream's start and end is
-	// fetched to render it (output.FetchBytes), never more.
-	Budget int
+	// FetchBytes is how much of each stream's new output is fetched from its start and, when
+	// there is more, from its end (the caller's budget decides it); never more than that.
+	FetchBytes int64
 	// Page reads forward from since without jumping to the end: the next call continues
 	// where this one stopped.
 	Page bool
@@ -90,10 +89,20 @@ type ReadRequest struct {
 
 // Stream is one stream's state and what was fetched of it.
 type Stream struct {
-	First, End int64         // offsets of the oldest byte kept and of the end
-	Start      int64         // where the fetched window starts (>= since, >= First)
-	Window     output.Window // the bytes from Start (head, and tail with a gap, when too long)
+	First, End int64  // offsets of the oldest byte kept and of the end
+	Start      int64  // where the fetched window starts (>= since, >= First)
+	Window     Window // the bytes from Start
 }
+
+// Window is what was fetched from Start: all of it in Head, or, when there was more than
+// twice FetchBytes, Head and Tail with Gap bytes between them never read.
+type Window struct {
+	Head, Tail []byte
+	Gap        int64
+}
+
+// Whole reports whether Head holds everything from Start to the end.
+func (w Window) Whole() bool { return w.Gap == 0 && len(w.Tail) == 0 }
 
 // Output is what Read found.
 type Output struct {
@@ -105,7 +114,7 @@ type Output struct {
 
 // Read returns new output. Memory is bounded by the budget whatever the process printed.
 func (r Runner) Read(ctx context.Context, t conn.Target, q ReadRequest) (Output, error) {
-	head := output.FetchBytes(q.Budget)
+	head := max(q.FetchBytes, 1)
 	tail := head
 	if q.Page {
 		tail = 0

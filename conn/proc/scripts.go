@@ -62,9 +62,12 @@ seg=$(cat "$d/seg")
 IFS='
 '
 num() { n=$1; while [ ${#n} -gt 1 ] && [ "${n#0}" != "$n" ]; do n=${n#0}; done; }
-span() { f=; l=; for y in "$d/$1"/*; do [ -e "$y" ] || break; [ -n "$f" ] || f=$y; l=$y; done
+# span sets A and Z to a stream's first kept offset and its end; a segment dropped while it
+# looks (the writer rotates fast) makes it look again.
+span() { for t in 1 2 3 4 5 6 7 8; do f=; l=; for y in "$d/$1"/*; do [ -e "$y" ] || break; [ -n "$f" ] || f=$y; l=$y; done
   A=0 Z=0; [ -n "$f" ] || return 0
-  num "${f##*.}"; A=$((n * seg)); num "${l##*.}"; Z=$((n * seg + $(wc -c < "$l"))); }
+  z=$({ wc -c < "$l"; } 2>/dev/null) || continue
+  num "${f##*.}"; A=$((n * seg)); num "${l##*.}"; Z=$((n * seg + z)); return 0; done; exit 6; }
 i=0; while :; do
   x=-; [ -e "$d/exit" ] && x=$(cat "$d/exit")
   span out; oa=$A oz=$Z; span err; ea=$A ez=$Z

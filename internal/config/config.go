@@ -16,11 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
 // Prefix starts every variable the server reads.
 const Prefix = "K8S_SANDBOX_"
+
+// maxProcessOutputBytes bounds what one process stream may keep on the sandbox's disk.
+const maxProcessOutputBytes = 1 << 30
 
 // maxRate is far above anything an API server serves one client; it only keeps numbers sane.
 const maxRate = 1_000_000
@@ -44,6 +48,9 @@ type Config struct {
 	// The Kubernetes client's one token bucket (kube.WithRateLimit).
 	APIQPS   int // K8S_SANDBOX_API_QPS (kube.NoRateLimit: none)
 	APIBurst int // K8S_SANDBOX_API_BURST
+	// ProcessOutputBytes is how much of each stream of a start_process process the sandbox
+	// keeps (K8S_SANDBOX_PROCESS_OUTPUT_MAX_BYTES); older output is dropped.
+	ProcessOutputBytes int64
 	// Vars are every upper-cased variable seen, for packages that read their own settings.
 	Vars map[string]string
 	// Unknown lists K8S_SANDBOX_* variables nobody reads (likely typos), for a warning.
@@ -113,6 +120,7 @@ func Parse(vars map[string]string) (Config, error) {
 	}
 	c.KeepOnSessionEnd = p.boolean("KEEP_SANDBOXES_ON_SESSION_END", false)
 	c.StdioOwner = p.str("STDIO_OWNER", "")
+	c.ProcessOutputBytes = int64(p.integer("PROCESS_OUTPUT_MAX_BYTES", proc.DefaultMaxOutputBytes, proc.MinMaxOutputBytes, maxProcessOutputBytes))
 	if c.StdioOwner != "" && len(validation.IsValidLabelValue(c.StdioOwner)) > 0 {
 		p.fail("STDIO_OWNER", "must be a valid Kubernetes label value (at most 63 letters, digits, '-', '_', '.'), got %q", c.StdioOwner)
 	}

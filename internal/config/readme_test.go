@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -27,12 +28,13 @@ func TestREADMEDefaults(t *testing.T) {
 		t.Fatalf("found %d configuration rows in the README: the table's layout changed", len(rows))
 	}
 	for name, want := range map[string]string{
-		Prefix + "MAX_DOWNLOAD_BYTES": "`" + strconv.Itoa(conn.DefaultMaxDownloadBytes) + "`",
-		Prefix + "CLUSTER_DOMAIN":     "`" + conn.DefaultClusterDomain + "`",
-		Prefix + "DNS_SERVER":         "(system resolver)",
-		Prefix + "ALLOW_NO_SHUTDOWN":  "`" + strconv.FormatBool(defaultAllowNoShutdown) + "`",
-		Prefix + "API_QPS":            "`" + strconv.Itoa(kube.DefaultQPS) + "`",
-		Prefix + "API_BURST":          "`" + strconv.Itoa(kube.DefaultBurst) + "`",
+		Prefix + "MAX_DOWNLOAD_BYTES":       "`" + strconv.Itoa(conn.DefaultMaxDownloadBytes) + "`",
+		Prefix + "CLUSTER_DOMAIN":           "`" + conn.DefaultClusterDomain + "`",
+		Prefix + "DNS_SERVER":               "(system resolver)",
+		Prefix + "ALLOW_NO_SHUTDOWN":        "`" + strconv.FormatBool(defaultAllowNoShutdown) + "`",
+		Prefix + "API_QPS":                  "`" + strconv.Itoa(kube.DefaultQPS) + "`",
+		Prefix + "API_BURST":                "`" + strconv.Itoa(kube.DefaultBurst) + "`",
+		Prefix + "PROCESS_OUTPUT_MAX_BYTES": "`" + strconv.Itoa(proc.DefaultMaxOutputBytes) + "`",
 	} {
 		if got, ok := rows[name]; !ok || got != want {
 			t.Errorf("README row %s: default %q, want %q", name, got, want)

@@ -1,0 +1,228 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
+)
+
+// Process tools: a handle is (sandbox, process_id) and everything about the process lives in
+// the sandbox (conn/proc), so any server process or replica serves any call.
+
+const (
+	maxWaitSeconds = 300
+	maxEnvVars     = 256
+)
+
+func processIDProp() prop {
+	return prop{"type": "string", "minLength": 1, "maxLength": 63, "pattern": `^[a-z0-9][a-z0-9-]*$`,
+		"description": "process_id returned by start_process (list_processes shows them all)."}
+}
+
+type startArgs struct {
+	claimArgs
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Cwd     string            `json:"cwd"`
+	Env     map[string]string `json:"env"`
+	Name    string            `json:"name"`
+}
+
+// ProcessInfo describes one process.
+type ProcessInfo struct {
+	ProcessID string   `json:"process_id"`
+	Name      string   `json:"name,omitempty"`
+	Command   string   `json:"command"`
+	Args      []string `json:"args,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	Started   string   `json:"started" jsonschema:"RFC 3339 time the process was started"`
+	Running   bool     `json:"running"`
+	ExitCode  *int     `json:"exit_code,omitempty" jsonschema:"how it ended (128+N: killed by signal N); absent while running"`
+}
+
+func processInfo(in proc.Info) ProcessInfo {
+	return ProcessInfo{ProcessID: in.ID, Name: in.Name, Command: in.Command, Args: in.Args, Cwd: in.Cwd,
+		Started: in.Started.Format(time.RFC3339), Running: in.Running, ExitCode: in.ExitCode}
+}
+
+func startProcessTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("start_process",
+		mcp.WithToolTitle("Start a long-running process in a sandbox"),
+		mcp.WithDescription("Starts a command in the background inside a sandbox and returns at once with a process_id: "+
+			"for dev servers, watchers, long builds and test runs, and interactive programs. It runs in its own process "+
+			"group, detached from this call, until it exits, is signalled (signal_process) or the sandbox is deleted. "+
+			"Its stdout and stderr are kept in the sandbox (the oldest output is dropped beyond the operator's cap); "+
+			"read them with read_process_output, type into it with write_process_stdin. command is run by /bin/sh -c; "+
+			"with args, command is the program and args its arguments, without a shell. Programs that buffer output "+
+			"when it is not a terminal (python: use -u or PYTHONUNBUFFERED=1) show it late."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "command"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
+			"command": {"type": "string", "minLength": 1, "maxLength": maxCommandChars,
+				"description": "Shell command, e.g. \"python3 -m http.server 8000\". With args: the program to run."},
+			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": maxArgv,
+				"description": "Optional argv after command; when given, no shell is involved."},
+			"cwd": pathProp("Working directory, relative to the sandbox's working directory or absolute; it must exist."),
+			"env": {"type": "object", "maxProperties": maxEnvVars,
+				"additionalProperties": prop{"type": "string"},
+				"description":          "Environment variables added for this process, e.g. {\"PORT\": \"8000\"}. Names: letters, digits and '_', not starting with a digit."},
+			"name": {"type": "string", "maxLength": 100, "pattern": noControl, "description": "Optional label shown by list_processes."},
+		})),
+		mcp.WithOutputSchema[ProcessInfo](),
+		hints(false, true, false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "start the process"
+		var a startArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		if strings.TrimSpace(a.Command) == "" {
+			return failure(op, claimRef{}, badInput("command is required and must not be blank")), nil
+		}
+		for k := range a.Env {
+			if !proc.ValidEnvName(k) {
+				return failure(op, claimRef{}, badInput("env name %q is not valid: use letters, digits and '_', not starting with a digit", k)), nil
+			}
+		}
+		c, ref, err := d.resolve(ctx, a.claimArgs)
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		spec := proc.Spec{Cwd: a.Cwd, Env: a.Env, Name: a.Name}
+		if a.Args != nil {
+			spec.Argv = append([]string{a.Command}, a.Args...)
+		} else {
+			spec.Command = a.Command
+		}
+		info, err := d.procs().Start(ctx, target(c), spec)
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		return structured(processInfo(info)), nil
+	}}
+}
+
+type listProcArgs struct {
+	claimArgs
+}
+
+// ProcessList is list_processes' answer.
+type ProcessList struct {
+	Processes []ProcessInfo `json:"processes"`
+}
+
+func listProcessesTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("list_processes",
+		mcp.WithToolTitle("List a sandbox's processes"),
+		mcp.WithDescription("Lists the processes start_process started in a sandbox, oldest first: process_id, name, command, "+
+			"start time, whether each still runs and how ended ones exited."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
+		})),
+		mcp.WithOutputSchema[ProcessList](),
+		hints(true, false, true),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "list the processes"
+		var a listProcArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		c, ref, err := d.resolve(ctx, a.claimArgs)
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		list, err := d.procs().List(ctx, target(c))
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		out := ProcessList{Processes: make([]ProcessInfo, 0, len(list))}
+		for _, p := range list {
+			out.Processes = append(out.Processes, processInfo(p))
+		}
+		return structured(out), nil
+	}}
+}
+
+type signalArgs struct {
+	claimArgs
+	ProcessID string `json:"process_id"`
+	Signal    string `json:"signal"`
+}
+
+// SignalResult is signal_process's answer.
+type SignalResult struct {
+	ProcessID string `json:"process_id"`
+	Signal    string `json:"signal"`
+	Sent      bool   `json:"sent"`
+}
+
+func signalProcessTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("signal_process",
+		mcp.WithToolTitle("Signal a process"),
+		mcp.WithDescription("Sends a signal to a start_process process and every process in its group: TERM (the default) "+
+			"asks it to stop, INT is Ctrl-C, HUP asks many servers to reload, KILL stops it at once. Then read_process_output "+
+			"(wait_seconds) shows how it ended."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "process_id"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "process_id": processIDProp(),
+			"signal": {"type": "string", "enum": proc.Signals, "default": "TERM", "description": "Signal to send."},
+		})),
+		mcp.WithOutputSchema[SignalResult](),
+		hints(false, true, false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "signal the process"
+		var a signalArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		if a.Signal == "" {
+			a.Signal = "TERM"
+		}
+		c, ref, err := d.resolve(ctx, a.claimArgs)
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		if err := d.procs().Signal(ctx, target(c), a.ProcessID, a.Signal); err != nil {
+			return failure(op, processRef(ref, a.ProcessID), err), nil
+		}
+		return structured(SignalResult{ProcessID: a.ProcessID, Signal: a.Signal, Sent: true}), nil
+	}}
+}
+
+// processRef carries the process id into advice.
+func processRef(ref claimRef, id string) claimRef {
+	ref.Process = id
+	return ref
+}
+
+// processAdvice explains the process errors; "" for any other error.
+func processAdvice(op string, ref claimRef, err error) string {
+	var ended *proc.EndedError
+	switch {
+	case errors.Is(err, proc.ErrNoProcess):
+		return fmt.Sprintf("Could not %s: process %q is not found in sandbox %q. Call list_processes for the sandbox's processes; "+
+			"processes end with their sandbox.", op, ref.Process, ref.Name)
+	case errors.As(err, &ended):
+		return fmt.Sprintf("Could not %s: process %q has ended with exit code %s. read_process_output still shows its output; "+
+			"start_process runs it again.", op, ref.Process, ended.ExitCode)
+	case errors.Is(err, proc.ErrStdinClosed):
+		return fmt.Sprintf("Could not %s: the stdin of process %q was closed earlier and cannot be reopened. Start it again to give it new input.", op, ref.Process)
+	case errors.Is(err, proc.ErrStdinBlocked):
+		return fmt.Sprintf("Could not %s: process %q did not read its input within 10 s (a pipe holds 64 KiB). Check with "+
+			"read_process_output that it is waiting for input, or send less at a time.", op, ref.Process)
+	case errors.Is(err, proc.ErrNoCwd):
+		return fmt.Sprintf("Could not %s: %v. Create it first (execute_command mkdir -p) or pass an existing directory.", op, err)
+	case errors.Is(err, proc.ErrMissingTools):
+		return fmt.Sprintf("Could not %s: %v. This sandbox's image cannot run background processes; use execute_command, "+
+			"or a template whose image has coreutils and util-linux.", op, err)
+	}
+	return ""
+}
