@@ -17,11 +17,13 @@ const smallCommand = "echo hi"
 // the cache.
 const pacedInterval = 50 * time.Millisecond
 
-// pyWrapper is what the server puts before a shell command for the python runtime, as
-// conn's Exec does at the time of writing: env with a token that marks the command's
-// processes (for killing their groups on timeout), exec'ing the command. It lets the bench
-// show what that wrapper costs apart from the server itself.
-const pyWrapper = "env K8S_SANDBOX_MCP_RUN=0123456789abcdef01234567"
+// pyWrapped is how the server sends a shell command to the python runtime, as conn's Exec
+// does at the time of writing (markedCommand): /bin/sh -c with a token as $0, exported to what
+// the command starts (for killing their groups on timeout). It lets the bench show what that
+// costs next to the plain request apart from the server itself.
+func pyWrapped(cmd string) string {
+	return "/bin/sh -c " + shQuote(`export "$0"; `+cmd) + " K8S_SANDBOX_MCP_RUN=0123456789abcdef01234567"
+}
 
 type execResult struct {
 	ExitCode         int    `json:"exit_code"`
@@ -225,8 +227,8 @@ func (b *bench) smallSandboxd(ctx context.Context) (smallRuntime, error) {
 
 func (b *bench) smallPython(ctx context.Context) (smallRuntime, error) {
 	r := smallRuntime{name: "python runtime", goal: 1.3, extra: "the runtime has no shell, so the server runs every command as " +
-		"/bin/sh -c under env with a token that marks its processes, to be able to kill their groups on timeout " +
-		"(env execs: no second process)"}
+		"/bin/sh -c with a token as $0, exported to every process it starts, to be able to kill their groups on timeout " +
+		"(no exec beyond the shell's)"}
 	rt, err := b.python(ctx)
 	if err != nil {
 		return r, err
@@ -238,7 +240,7 @@ func (b *bench) smallPython(ctx context.Context) (smallRuntime, error) {
 	}
 	r.back.name = "python runtime: `POST /execute` vs `execute_command`, back to back"
 	r.paced.name = "python runtime: `POST /execute` vs `execute_command`, paced"
-	wrappedCmd := pyWrapper + " /bin/sh -c " + shQuote(smallCommand)
+	wrappedCmd := pyWrapped(smallCommand)
 	wrapped := func(ctx context.Context) error { return pyCheck(direct.execute(ctx, wrappedCmd)) }
 	bs, ss, err := interleavePaced(ctx, b.cfg.warm, b.pacedRuns(), pacedInterval, plain, wrapped)
 	if err != nil {
