@@ -103,6 +103,14 @@ func newClient() *mcp.Client {
 // stdioSession starts the server as a subprocess speaking stdio.
 func stdioSession(t *testing.T, env []string, version string) *mcp.ClientSession {
 	t.Helper()
+	cs, _ := stdioServer(t, env, version)
+	return cs
+}
+
+// stdioServer is stdioSession that also returns the server's process, for tests that read
+// its memory.
+func stdioServer(t *testing.T, env []string, version string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(binary)
 	cmd.Env = serverEnv(env...)
 	cmd.Stderr = serverLog(t)
@@ -111,7 +119,7 @@ func stdioSession(t *testing.T, env []string, version string) *mcp.ClientSession
 		t.Fatalf("connecting over stdio: %v", err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return cs, cmd
 }
 
 // httpServer starts the server with --http on a free loopback port and returns its base URL.

@@ -97,6 +97,14 @@ func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
 		t.Errorf("budgeted output: total %d truncated %v", big.StdoutTotalChars, big.StdoutTruncated)
 	}
 
+	// A background process through this connection: started, fed, read, ended.
+	proc := call[processInfo](t, s, "start_process", with(map[string]any{"command": `read x; echo "got $x"; echo warn >&2`}))
+	call[struct{}](t, s, "write_process_stdin", with(map[string]any{"process_id": proc.ProcessID, "text": "it\n"}))
+	if out, errOut, o := readUntil(t, s, with, proc.ProcessID, func(_, _ string, o processOutput) bool { return !o.Running }); out != "got it\n" ||
+		errOut != "warn\n" || o.ExitCode == nil || *o.ExitCode != 0 {
+		t.Errorf("process: stdout %q stderr %q exit %v", out, errOut, o.ExitCode)
+	}
+
 	text := "line one\nünïcödé ✓\n"
 	up := call[struct {
 		BytesWritten int `json:"bytes_written"`

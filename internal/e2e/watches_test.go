@@ -287,7 +287,13 @@ func summary(m map[string]int) string {
 }
 
 // rssKB reads VmRSS of a process.
-func rssKB(t *testing.T, pid int) int {
+func rssKB(t *testing.T, pid int) int { return statusKB(t, pid, "VmRSS") }
+
+// peakRSSKB reads VmHWM, the most a process has had resident.
+func peakRSSKB(t *testing.T, pid int) int { return statusKB(t, pid, "VmHWM") }
+
+// statusKB reads one kB figure of /proc/PID/status.
+func statusKB(t *testing.T, pid int, key string) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -295,15 +301,15 @@ func rssKB(t *testing.T, pid int) int {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
 			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
 			if err != nil {
-				t.Fatalf("VmRSS %q: %v", v, err)
+				t.Fatalf("%s %q: %v", key, v, err)
 			}
 			return n
 		}
 	}
-	t.Fatal("no VmRSS in /proc/PID/status")
+	t.Fatalf("no %s in /proc/PID/status", key)
 	return 0
 }
 
