@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,15 @@ func TestInspectorCLI(t *testing.T) {
 	}
 	stdioTarget = append(stdioTarget, binary)
 	base := httpServer(t, env)
+	// What the go-sdk client sees is what the Inspector must see.
+	listed, err := stdioSession(t, env, "").ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, tool := range listed.Tools {
+		want = append(want, tool.Name)
+	}
 	targets := map[string][]string{
 		"stdio": stdioTarget,
 		// Sessionless runs share the anonymous owner, so one run's sandbox is the next one's.
@@ -85,8 +95,14 @@ func TestInspectorCLI(t *testing.T) {
 				return m, code
 			}
 			tools, code := run("--method", "tools/list")
-			if list, _ := tools["tools"].([]any); code != 0 || len(list) != 9 {
-				t.Fatalf("tools/list: exit %d, %v", code, tools)
+			list, _ := tools["tools"].([]any)
+			var got []string
+			for _, tool := range list {
+				name, _ := tool.(map[string]any)["name"].(string)
+				got = append(got, name)
+			}
+			if code != 0 || !slices.Equal(got, want) {
+				t.Fatalf("tools/list: exit %d, tools %v, want %v", code, got, want)
 			}
 			args := func(kv ...string) []string {
 				var out []string
