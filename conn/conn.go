@@ -24,6 +24,11 @@ type Target struct {
 type ExecRequest struct {
 	Command string
 	Argv    []string
+	// Cwd, when set, is the directory the command runs in (relative to the runtime's working
+	// directory, or absolute); Env adds variables (names as ValidEnvName). A command whose
+	// Cwd does not exist exits with code 126 and says so on stderr.
+	Cwd     string
+	Env     map[string]string
 	Timeout time.Duration
 	// Stdout and Stderr receive output as it arrives (or all at once on runtimes that
 	// cannot stream). They must not be nil.

@@ -185,7 +185,7 @@ func (h *heldWriter) flush() error {
 // killScript looks too) and is exported to everything it starts. A program given as argv
 // runs under env, which execs it with the token in its environment.
 func markedCommand(req ExecRequest, argv []string, token string) string {
-	if req.Command != "" {
+	if req.Command != "" && req.Cwd == "" && len(req.Env) == 0 {
 		// On the script's first line, so the shell's error messages keep their line numbers.
 		return shJoin([]string{"/bin/sh", "-c", `export "$0"; ` + req.Command, token})
 	}
@@ -203,26 +203,6 @@ func newRunToken() (string, error) {
 		return "", fmt.Errorf("exec: generating a command id: %w", err)
 	}
 	return runTokenVar + "=" + hex.EncodeToString(b[:]), nil
-}
-
-// execArgv validates a request and returns the argv to run: shell commands go through
-// /bin/sh -c, Argv runs as given.
-func execArgv(req ExecRequest) ([]string, error) {
-	if req.Stdout == nil || req.Stderr == nil {
-		return nil, errors.New("exec: Stdout and Stderr writers are required")
-	}
-	switch {
-	case req.Command != "" && len(req.Argv) > 0:
-		return nil, errors.New("exec: set either Command or Argv, not both")
-	case len(req.Argv) > 0:
-		if req.Argv[0] == "" {
-			return nil, errors.New("exec: Argv[0] (the program) is empty")
-		}
-		return req.Argv, nil
-	case req.Command != "":
-		return []string{"/bin/sh", "-c", req.Command}, nil
-	}
-	return nil, errors.New("exec: command is empty")
 }
 
 // withExecTimeout derives the context a command runs under; its cause is ErrTimeout when

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	processv1 "sigs.k8s.io/agent-sandbox/packages/sandboxd/spec/process/v1"
 )
@@ -59,6 +60,21 @@ func (s *sandboxdConn) Exec(ctx context.Context, t Target, req ExecRequest) (Exe
 	}()
 	defer func() { close(done); <-watched }()
 
+	// The daemon gives every process a stdin pipe; it is closed as soon as the process runs,
+	// so a command that reads input ends at once instead of waiting for its timeout. The
+	// close goes alongside the stream, not before the output.
+	var closing sync.WaitGroup
+	defer closing.Wait()
+	closeStdin := func(pid int32) {
+		closing.Go(func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+			defer cancel()
+			// NOT_FOUND: the process already ended, which is as good.
+			_, _ = client.WriteStdin(cctx, &processv1.WriteStdinRequest{ProcessId: pid,
+				Payload: &processv1.WriteStdinRequest_Eof{Eof: &emptypb.Empty{}}})
+		})
+	}
+
 	stream, err := client.Start(streamCtx, &processv1.StartRequest{Config: &processv1.ProcessConfig{Command: argv}})
 	if err != nil {
 		if k.fired.Load() {
@@ -85,6 +101,7 @@ func (s *sandboxdConn) Exec(ctx context.Context, t Target, req ExecRequest) (Exe
 		switch ev := msg.GetEvent().(type) {
 		case *processv1.StartResponse_Init:
 			k.setPID(ev.Init.GetProcessId())
+			closeStdin(ev.Init.GetProcessId())
 		case *processv1.StartResponse_Stdout:
 			if _, err := req.Stdout.Write(ev.Stdout); err != nil {
 				k.abort()

@@ -18,10 +18,12 @@ import (
 
 type execArgs struct {
 	claimArgs
-	Command        string   `json:"command"`
-	Args           []string `json:"args"`
-	Timeout        *int     `json:"timeout"`
-	MaxOutputChars *int     `json:"max_output_chars"`
+	Command        string            `json:"command"`
+	Args           []string          `json:"args"`
+	Cwd            string            `json:"cwd"`
+	Env            map[string]string `json:"env"`
+	Timeout        *int              `json:"timeout"`
+	MaxOutputChars *int              `json:"max_output_chars"`
 }
 
 // ExecResult is execute_command's answer.
@@ -60,8 +62,9 @@ func execTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("execute_command",
 		mcp.WithToolTitle("Run a command in a sandbox"),
 		mcp.WithDescription("Runs a shell command (/bin/sh -c) inside a sandbox and returns exit_code, stdout and stderr. "+
-			"With args, command is run directly as a program with those arguments, without a shell. Runs once, never retried; "+
-			"killed after timeout seconds. Output beyond max_output_chars keeps its beginning and end around "+
+			"With args, command is run directly as a program with those arguments, without a shell. cwd and env set its "+
+			"working directory and add environment variables. stdin is closed: a program waiting for input ends at once "+
+			"(use start_process and write_process_stdin to type into one). Runs once, never retried; killed after timeout seconds. Output beyond max_output_chars keeps its beginning and end around "+
 			"'[... N characters omitted ...]'; *_truncated and *_total_chars say what was cut. To see more, raise "+
 			"max_output_chars (up to "+strconv.Itoa(output.MaxBudget)+") or filter the output (grep, head, tail, sed -n)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "command"}, map[string]prop{
@@ -70,6 +73,8 @@ func execTool(d Deps) server.ServerTool {
 				"description": "Shell command, e.g. \"cd src && make test 2>&1 | tail -50\". With args: the program to run."},
 			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": maxArgv,
 				"description": "Optional argv after command; when given, no shell is involved."},
+			"cwd":              cwdProp(),
+			"env":              envProp(),
 			"timeout":          runTimeoutProp("the command"),
 			"max_output_chars": budgetProp(),
 		})),
@@ -104,12 +109,15 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 	if strings.TrimSpace(a.Command) == "" {
 		return nil, claimRef{}, badInput("command is required and must not be blank")
 	}
+	if err := checkEnv(a.Env); err != nil {
+		return nil, claimRef{}, err
+	}
 	c, ref, err := d.resolve(ctx, a.claimArgs)
 	if err != nil {
 		return nil, ref, err
 	}
 	capture := output.NewCapture(budget)
-	creq := conn.ExecRequest{Timeout: to, Stdout: capture.Stdout(), Stderr: capture.Stderr()}
+	creq := conn.ExecRequest{Timeout: to, Cwd: a.Cwd, Env: a.Env, Stdout: capture.Stdout(), Stderr: capture.Stderr()}
 	if a.Args != nil {
 		creq.Argv = append([]string{a.Command}, a.Args...)
 	} else {

@@ -16,10 +16,7 @@ import (
 // Process tools: a handle is (sandbox, process_id) and everything about the process lives in
 // the sandbox (conn/proc), so any server process or replica serves any call.
 
-const (
-	maxWaitSeconds = 300
-	maxEnvVars     = 256
-)
+const maxWaitSeconds = 300
 
 func processIDProp() prop {
 	return prop{"type": "string", "minLength": 1, "maxLength": 63, "pattern": `^[a-z0-9][a-z0-9-]*$`,
@@ -68,10 +65,8 @@ func startProcessTool(d Deps) server.ServerTool {
 				"description": "Shell command, e.g. \"python3 -m http.server 8000\". With args: the program to run."},
 			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": maxArgv,
 				"description": "Optional argv after command; when given, no shell is involved."},
-			"cwd": pathProp("Working directory, relative to the sandbox's working directory or absolute; it must exist."),
-			"env": {"type": "object", "maxProperties": maxEnvVars,
-				"additionalProperties": prop{"type": "string"},
-				"description":          "Environment variables added for this process, e.g. {\"PORT\": \"8000\"}. Names: letters, digits and '_', not starting with a digit."},
+			"cwd":  cwdProp(),
+			"env":  envProp(),
 			"name": {"type": "string", "maxLength": 100, "pattern": noControl, "description": "Optional label shown by list_processes."},
 		})),
 		mcp.WithOutputSchema[ProcessInfo](),
@@ -86,10 +81,8 @@ func startProcessTool(d Deps) server.ServerTool {
 		if strings.TrimSpace(a.Command) == "" {
 			return failure(op, claimRef{}, badInput("command is required and must not be blank")), nil
 		}
-		for k := range a.Env {
-			if !proc.ValidEnvName(k) {
-				return failure(op, claimRef{}, badInput("env name %q is not valid: use letters, digits and '_', not starting with a digit", k)), nil
-			}
+		if err := checkEnv(a.Env); err != nil {
+			return failure(op, claimRef{}, err), nil
 		}
 		c, ref, err := d.resolve(ctx, a.claimArgs)
 		if err != nil {

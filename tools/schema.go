@@ -53,6 +53,7 @@ const (
 	maxPathChars         = 4096
 	defaultMaxEntries    = 1000
 	maxMaxEntries        = 10000
+	maxEnvVars           = 256
 )
 
 // defaultReadyTimeout is kube's, in the seconds the argument takes.
@@ -107,6 +108,25 @@ func runTimeoutProp(what string) prop {
 func pathProp(what string) prop {
 	return prop{"type": "string", "minLength": 1, "maxLength": maxPathChars, "pattern": noControl,
 		"description": what + " No control characters."}
+}
+
+func cwdProp() prop {
+	return pathProp("Working directory, relative to the sandbox's working directory or absolute; it must exist.")
+}
+
+func envProp() prop {
+	return prop{"type": "object", "maxProperties": maxEnvVars, "additionalProperties": prop{"type": "string"},
+		"description": "Environment variables to add, e.g. {\"PORT\": \"8000\"}. Names: letters, digits and '_', not starting with a digit."}
+}
+
+// checkEnv refuses a variable name no shell can export.
+func checkEnv(env map[string]string) error {
+	for k := range env {
+		if !conn.ValidEnvName(k) {
+			return badInput("env name %q is not valid: use letters, digits and '_', not starting with a digit", k)
+		}
+	}
+	return nil
 }
 
 func stringMapProp(desc string) prop {

@@ -35,6 +35,7 @@ func Run(t *testing.T, newConn NewConn) {
 		{"ExecQuoting", testQuoting},
 		{"ExecArgv", testArgv},
 		{"ExecArgvMissingProgram", testArgvMissing},
+		{"ExecCwdEnvStdin", testCwdEnvStdin},
 		{"ExecLargeOutput", testLargeOutput},
 		{"ExecConcurrent", testConcurrent},
 		{"ExecTimeoutKillsProcessGroup", testTimeoutKillsGroup},
@@ -275,4 +276,29 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// testCwdEnvStdin: cwd and env apply to shell and argv commands alike, a missing cwd is exit
+// 126 with a reason, and stdin is closed so a reader ends at once.
+func testCwdEnvStdin(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	e.mustSh("mkdir -p sub/dir")
+	env := map[string]string{"FOO": "a b", "BAR": "$HOME"}
+	start := time.Now()
+	out, errOut, res, err := e.exec(e.ctx(), conn.ExecRequest{Command: `basename "$PWD"; echo "$FOO|$BAR"; cat; echo done`,
+		Cwd: "sub/dir", Env: env, Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 || out != "dir\na b|$HOME\ndone\n" {
+		t.Fatalf("shell with cwd and env: %q %q %+v %v", out, errOut, res, err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("a command reading stdin took %s: stdin must be closed", d)
+	}
+	out, _, res, err = e.exec(e.ctx(), conn.ExecRequest{Argv: []string{"sh", "-c", `echo "$FOO" "$(basename "$PWD")"`}, Cwd: "sub", Env: env})
+	if err != nil || out != "a b sub\n" {
+		t.Fatalf("argv with cwd and env: %q %+v %v", out, res, err)
+	}
+	_, errOut, res, err = e.exec(e.ctx(), conn.ExecRequest{Command: "echo never", Cwd: "no/such/dir"})
+	if err != nil || res.ExitCode != 126 || !strings.Contains(errOut, "no such directory") {
+		t.Fatalf("missing cwd: %q %+v %v", errOut, res, err)
+	}
 }

@@ -30,7 +30,7 @@ func (r Runner) Start(ctx context.Context, t conn.Target, s Spec) (Info, error) 
 		}
 		keys := make([]string, 0, len(s.Env))
 		for k := range s.Env {
-			if !ValidEnvName(k) {
+			if !conn.ValidEnvName(k) {
 				return Info{}, fmt.Errorf("proc: %q is not an environment variable name", k)
 			}
 			keys = append(keys, k)

@@ -90,11 +90,6 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 // ValidID reports whether id can name a process (and so a directory).
 func ValidID(id string) bool { return idPattern.MatchString(id) }
 
-var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// ValidEnvName reports whether name can be an environment variable's name.
-func ValidEnvName(name string) bool { return envKey.MatchString(name) }
-
 func newID() (string, error) {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -97,6 +97,12 @@ func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
 		t.Errorf("budgeted output: total %d truncated %v", big.StdoutTotalChars, big.StdoutTruncated)
 	}
 
+	// cwd, env, and stdin closed: cat ends at once instead of waiting for the timeout.
+	if r := call[execResult](t, s, "execute_command", with(map[string]any{"command": `cat; echo "$PWD $GREETING"`, "cwd": "/tmp",
+		"env": map[string]any{"GREETING": "hi there"}, "timeout": 30})); r.ExitCode != 0 || r.Stdout != "/tmp hi there\n" {
+		t.Errorf("cwd, env and stdin: %+v", r)
+	}
+
 	// A background process through this connection: started, fed, read, ended.
 	proc := call[processInfo](t, s, "start_process", with(map[string]any{"command": `read x; echo "got $x"; echo warn >&2`}))
 	call[struct{}](t, s, "write_process_stdin", with(map[string]any{"process_id": proc.ProcessID, "text": "it\n"}))

@@ -1,0 +1,64 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+)
+
+// execArgv validates a request and returns the argv to run: shell commands go through
+// /bin/sh -c, Argv runs as given.
+func execArgv(req ExecRequest) ([]string, error) {
+	if req.Stdout == nil || req.Stderr == nil {
+		return nil, errors.New("exec: Stdout and Stderr writers are required")
+	}
+	argv, err := plainArgv(req)
+	if err != nil {
+		return nil, err
+	}
+	return withCwdEnv(req, argv)
+}
+
+// plainArgv is the argv of a request without its Cwd and Env.
+func plainArgv(req ExecRequest) ([]string, error) {
+	switch {
+	case req.Command != "" && len(req.Argv) > 0:
+		return nil, errors.New("exec: set either Command or Argv, not both")
+	case len(req.Argv) > 0:
+		if req.Argv[0] == "" {
+			return nil, errors.New("exec: Argv[0] (the program) is empty")
+		}
+		return req.Argv, nil
+	case req.Command != "":
+		return []string{"/bin/sh", "-c", req.Command}, nil
+	}
+	return nil, errors.New("exec: command is empty")
+}
+
+// cwdEnvScript enters $1 (unless empty), exports the NAME=VALUE arguments up to "--", and
+// execs the rest: the same on every runtime, whatever its own notion of cwd and environment.
+const cwdEnvScript = `if [ -n "$1" ]; then cd -- "$1" 2>/dev/null || ` +
+	`{ echo "cannot run in $1: no such directory (or not allowed)" >&2; exit 126; }; fi; shift; ` +
+	`while [ "$1" != -- ]; do export "$1"; shift; done; shift; exec "$@"`
+
+// withCwdEnv wraps argv to run in req's Cwd with req's Env; argv as is when neither is set.
+func withCwdEnv(req ExecRequest, argv []string) ([]string, error) {
+	if req.Cwd == "" && len(req.Env) == 0 {
+		return argv, nil
+	}
+	out := []string{"/bin/sh", "-c", cwdEnvScript, "sh", req.Cwd}
+	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
+		if !ValidEnvName(k) {
+			return nil, fmt.Errorf("exec: %q is not an environment variable name", k)
+		}
+		out = append(out, k+"="+req.Env[k])
+	}
+	return append(append(out, "--"), argv...), nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ValidEnvName reports whether name can be an environment variable's name.
+func ValidEnvName(name string) bool { return envName.MatchString(name) }
