@@ -24,10 +24,11 @@ func TestLayering(t *testing.T) {
 		{"kube", nil, nil},
 		{"output", nil, nil},
 		{"conn", []string{"conn/conntest"}, nil},
-		// Processes are scripts over Exec.
+		// Processes and file edits are scripts over Exec.
 		{"conn/proc", []string{"conn"}, nil},
-		{"conn/conntest", []string{"conn", "conn/proc"}, nil},
-		{"tools", []string{"conn", "conn/proc", "kube", "output"}, []string{mcpgo}},
+		{"conn/workspace", []string{"conn"}, nil},
+		{"conn/conntest", []string{"conn", "conn/proc", "conn/workspace"}, nil},
+		{"tools", []string{"conn", "conn/proc", "conn/workspace", "kube", "output"}, []string{mcpgo}},
 		{"internal/auth", []string{"internal/auth/authtest"}, []string{mcpgo}},
 		{"internal/auth/authtest", nil, nil},
 		{"internal/cleanup", []string{"kube"}, nil},

@@ -51,7 +51,7 @@ func Run(t *testing.T, newConn NewConn) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newConn) })
 	}
-	for _, tc := range procCases {
+	for _, tc := range append(procCases, workspaceCases...) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newConn) })
 	}
 }

@@ -126,13 +126,12 @@ func (r Runner) keep() int64 {
 func (r Runner) script(ctx context.Context, t conn.Target, timeout time.Duration, body string, args ...string) (string, error) {
 	// The root may hold ${...}: a wrapper expands it and hands it to the script as $0.
 	argv := append([]string{"/bin/sh", "-c", `r="` + r.root() + `"; s=$1; shift; exec /bin/sh -c "$s" "$r" "$@"`, "sh", body}, args...)
-	var out, errb limitedBuffer
-	out.max, errb.max = maxControlOutput, 64<<10
+	out, errb := conn.LimitedBuffer{Max: maxControlOutput}, conn.LimitedBuffer{Max: 64 << 10}
 	res, err := r.Exec.Exec(ctx, t, conn.ExecRequest{Argv: argv, Timeout: timeout, Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return "", err
 	}
-	if out.cut {
+	if out.Cut {
 		return "", fmt.Errorf("proc: the sandbox answered with more than %d bytes", maxControlOutput)
 	}
 	if res.ExitCode != 0 {
@@ -143,21 +142,4 @@ func (r Runner) script(ctx context.Context, t conn.Target, timeout time.Duration
 		return "", fmt.Errorf("proc: the sandbox's shell failed (exit code %d): %s", res.ExitCode, msg)
 	}
 	return out.String(), nil
-}
-
-// limitedBuffer keeps the first max bytes and notes that more came.
-type limitedBuffer struct {
-	strings.Builder
-	max int
-	cut bool
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if room := b.max - b.Len(); len(p) > room {
-		b.cut = true
-		p = p[:max(room, 0)]
-	}
-	b.Builder.Write(p)
-	return n, nil
 }

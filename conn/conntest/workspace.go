@@ -1,0 +1,138 @@
+package conntest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/workspace"
+)
+
+// The file tools' scripts must behave alike on every strategy: confinement to the working
+// directory, exact edits, and searches, all in the sandbox.
+var workspaceCases = []struct {
+	name string
+	fn   func(*testing.T, NewConn)
+}{
+	{"WorkspaceReadLines", testReadLines},
+	{"WorkspaceEdit", testEdit},
+	{"WorkspaceSearch", testSearch},
+	{"WorkspaceMkdirMoveRemove", testMkdirMoveRemove},
+}
+
+func testReadLines(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	fs := workspace.FS{Exec: e.c}
+	e.mustSh(`seq 1 10 > ten.txt; printf 'short\n%s\nend' "$(head -c 300 /dev/zero | tr '\0' x)" > long.txt; printf 'a\0b' > bin.dat; mkdir d`)
+	r, err := fs.ReadLines(e.ctx(), e.tg, "ten.txt", 3, 4, 1000, 1<<20)
+	if err != nil || r.Total != 10 || r.Next != 7 || len(r.Lines) != 4 || r.Lines[0] != (workspace.Line{N: 3, Text: "3"}) || r.Lines[3].Text != "6" {
+		t.Fatalf("lines 3-6 of ten: %+v, %v", r, err)
+	}
+	if r, err = fs.ReadLines(e.ctx(), e.tg, "/ten.txt", 9, 100, 1000, 1<<20); err != nil || r.Next != 0 || len(r.Lines) != 2 {
+		t.Fatalf("the end of ten (leading /): %+v, %v", r, err)
+	}
+	r, err = fs.ReadLines(e.ctx(), e.tg, "long.txt", 1, 10, 100, 1<<20)
+	if err != nil || r.Total != 3 || r.Lines[1].Cut != 200 || len(r.Lines[1].Text) != 100 || r.Lines[2].Text != "end" {
+		t.Fatalf("long line: %+v, %v", r, err)
+	}
+	if r, err = fs.ReadLines(e.ctx(), e.tg, "ten.txt", 1, 10, 1000, 6); err != nil || len(r.Lines) != 3 || r.Next != 4 {
+		t.Fatalf("byte cap of 6: %+v, %v", r, err)
+	}
+	for path, want := range map[string]error{"bin.dat": workspace.ErrBinary, "d": conn.ErrIsDir, "none.txt": conn.ErrNotFound, "../../etc/passwd": conn.ErrDenied} {
+		if _, err := fs.ReadLines(e.ctx(), e.tg, path, 1, 10, 100, 1000); !errors.Is(err, want) {
+			t.Errorf("read %s: %v, want %v", path, err, want)
+		}
+	}
+}
+
+func testEdit(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	fs := workspace.FS{Exec: e.c}
+	e.mustSh(`printf 'one\ntwo\nthree\ntwo\nfive\n' > f.txt; chmod 640 f.txt`)
+	ed, err := fs.EditFile(e.ctx(), e.tg, "f.txt", "three\n", "THREE\nand a half\n", false, 1)
+	if err != nil || ed.Replacements != 1 || !slices.Equal(ed.Lines, []int{3}) || ed.TotalLines != 7 ||
+		len(ed.Snippets) != 1 || ed.Snippets[0].First != 2 || !slices.Equal(ed.Snippets[0].Lines, []string{"two", "THREE", "and a half", "two"}) {
+		t.Fatalf("unique edit: %+v, %v", ed, err)
+	}
+	var me *workspace.MatchError
+	if _, err = fs.EditFile(e.ctx(), e.tg, "f.txt", "two", "2", false, 1); !errors.As(err, &me) || me.Count != 2 || !slices.Equal(me.Lines, []int{2, 5}) {
+		t.Fatalf("ambiguous edit: %v (%+v)", err, me)
+	}
+	if _, err = fs.EditFile(e.ctx(), e.tg, "f.txt", "five\nsix", "x", false, 1); !errors.As(err, &me) || !errors.Is(err, workspace.ErrNoMatch) || !slices.Equal(me.Lines, []int{6}) {
+		t.Fatalf("no match: %v (%+v)", err, me)
+	}
+	if ed, err = fs.EditFile(e.ctx(), e.tg, "f.txt", "two", "2", true, 0); err != nil || ed.Replacements != 2 {
+		t.Fatalf("replace all: %+v, %v", ed, err)
+	}
+	if got := e.mustSh("cat f.txt; stat -c %a f.txt; ls -a | grep -c edit- || true"); got != "one\n2\nTHREE\nand a half\n2\nfive\n640\n0\n" {
+		t.Fatalf("after the edits (content, mode, no temporary file left): %q", got)
+	}
+	e.mustSh("ln -s / root")
+	if _, err = fs.EditFile(e.ctx(), e.tg, "root/etc/hostname", "a", "b", false, 0); !errors.Is(err, conn.ErrDenied) {
+		t.Fatalf("edit through a link out: %v", err)
+	}
+}
+
+func testSearch(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	fs := workspace.FS{Exec: e.c}
+	e.mustSh(`mkdir -p src/a .git; printf 'func main() {}\nfunc helper() {}\n' > src/a/m.go; printf 'func x\n' > src/n.txt; printf 'func git\n' > .git/c.go`)
+	f, err := fs.Search(e.ctx(), e.tg, "src", `^func [a-z]+\(`, "*.go", 10, 200, false)
+	if err != nil || f.Total != 2 || !slices.Equal(f.Results, []string{"src/a/m.go:1:func main() {}", "src/a/m.go:2:func helper() {}"}) {
+		t.Fatalf("regex with glob: %+v, %v", f, err)
+	}
+	if f, err = fs.Search(e.ctx(), e.tg, ".", "FUNC", "", 1, 200, true); err != nil || f.Total != 3 || len(f.Results) != 1 {
+		t.Fatalf("capped, ignoring case, .git skipped: %+v, %v", f, err)
+	}
+	if f, err = fs.Search(e.ctx(), e.tg, ".", "", "*.go", 10, 200, false); err != nil || !slices.Equal(f.Results, []string{"src/a/m.go"}) {
+		t.Fatalf("files by glob: %+v, %v", f, err)
+	}
+	if _, err = fs.Search(e.ctx(), e.tg, ".", "a(b", "", 10, 200, false); !errors.Is(err, workspace.ErrBadRegex) || !strings.Contains(err.Error(), "(") {
+		t.Fatalf("bad regex: %v", err)
+	}
+}
+
+func testMkdirMoveRemove(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	fs := workspace.FS{Exec: e.c}
+	ctx := e.ctx()
+	if err := fs.MakeDir(ctx, e.tg, "a/b/c"); err != nil {
+		t.Fatal(err)
+	}
+	e.mustSh("echo hi > a/f; echo other > g; ln -s / root")
+	if err := fs.Move(ctx, e.tg, "a/f", "x/y/f2", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Move(ctx, e.tg, "g", "x/y/f2", false); !errors.Is(err, workspace.ErrExists) {
+		t.Fatalf("move onto a file: %v", err)
+	}
+	if err := fs.Move(ctx, e.tg, "g", "x/y/f2", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Remove(ctx, e.tg, "a", false); !errors.Is(err, workspace.ErrNotEmpty) {
+		t.Fatalf("remove a full directory: %v", err)
+	}
+	if err := fs.Remove(ctx, e.tg, "a", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Remove(ctx, e.tg, "root", false); err != nil { // the link, not /
+		t.Fatal(err)
+	}
+	if got := e.mustSh("ls; cat x/y/f2"); got != "x\nother\n" {
+		t.Fatalf("after mkdir, moves and removes: %q", got)
+	}
+	for name, err := range map[string]error{
+		"remove the working directory": fs.Remove(ctx, e.tg, ".", true),
+		"mkdir outside":                fs.MakeDir(ctx, e.tg, "../outside"),
+		"move out":                     fs.Move(ctx, e.tg, "x", "../../x", false),
+	} {
+		if !errors.Is(err, conn.ErrDenied) {
+			t.Errorf("%s: %v, want ErrDenied", name, err)
+		}
+	}
+	if err := fs.Remove(ctx, e.tg, "nothing", false); !errors.Is(err, conn.ErrNotFound) {
+		t.Errorf("remove a missing path: %v", err)
+	}
+}
