@@ -39,6 +39,8 @@ func advice(op string, ref claimRef, err error) string {
 		return in.msg
 	case processAdvice(op, ref, err) != "":
 		return processAdvice(op, ref, err)
+	case workspaceAdvice(op, err) != "":
+		return workspaceAdvice(op, err)
 	case errors.Is(err, kube.ErrInvalid):
 		return fmt.Sprintf("Could not %s: %v. Fix that argument and retry.", op, err)
 	case errors.Is(err, kube.ErrNotFound):

@@ -45,9 +45,14 @@ func fileSchema(extra map[string]prop, required ...string) map[string]prop {
 // onSandbox runs the steps every file tool shares: resolve the caller's claim, then run do
 // against its sandbox within the timeout. It returns the failure result, or nil when do succeeded.
 func (d Deps) onSandbox(ctx context.Context, op string, a fileArgs, do func(context.Context, conn.Target) error) *mcp.CallToolResult {
-	c, ref, err := d.resolve(ctx, a.claimArgs)
+	return d.onClaim(ctx, op, a.claimArgs, a.Timeout, do)
+}
+
+// onClaim is onSandbox for any tool's claim arguments and timeout.
+func (d Deps) onClaim(ctx context.Context, op string, ca claimArgs, timeout *int, do func(context.Context, conn.Target) error) *mcp.CallToolResult {
+	c, ref, err := d.resolve(ctx, ca)
 	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, seconds(a.Timeout, defaultTimeout))
+		cctx, cancel := context.WithTimeout(ctx, seconds(timeout, defaultTimeout))
 		err = do(cctx, target(c))
 		cancel()
 	}

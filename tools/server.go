@@ -26,7 +26,10 @@ stdout_truncated/stderr_truncated and *_total_chars say what was cut. To see mor
 For anything that runs longer than a call or keeps running (servers, watchers, long builds, interactive programs):
 start_process returns a process_id at once; read_process_output with since = the previous call's next returns only
 newer output (wait_seconds waits for some; page: true reads a long log in order); write_process_stdin types into it;
-signal_process stops it; list_processes shows them all. Process ids stay valid across calls and server restarts.`,
+signal_process stops it; list_processes shows them all. Process ids stay valid across calls and server restarts.
+Working on code: search_files finds files (glob) and lines (pattern); read_file shows numbered lines of any file in ranges
+(offset, limit); edit_file replaces an exact, unique old_text (copy it from read_file without the numbers) and shows the
+result; make_directory, move_path and remove_path manage the tree. Prefer them to shell pipelines: their output is bounded.`,
 	defaultShutdownAfter, maxTimeout, output.DefaultBudget, output.MaxBudget)
 
 // All returns every tool, in the order tools/list shows them, each checked against its own
@@ -39,6 +42,7 @@ func All(d Deps) []server.ServerTool {
 		createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
 		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),
 		startProcessTool(d), readProcessTool(d), writeProcessTool(d), signalProcessTool(d), listProcessesTool(d),
+		readFileTool(d), editFileTool(d), searchFilesTool(d), makeDirectoryTool(d), movePathTool(d), removePathTool(d),
 	}
 	for i := range all {
 		all[i] = validated(all[i])

@@ -114,6 +114,14 @@ func TestBadInput(t *testing.T) {
 		{"start env name", "start_process", with(map[string]any{"command": "x", "env": map[string]any{"1BAD": "v"}}),
 			`env name "1BAD" is not valid: use letters, digits and '_', not starting with a digit`},
 		{"start blank command", "start_process", with(map[string]any{"command": " "}), "command is required and must not be blank"},
+		{"read offset 0", "read_file", with(map[string]any{"path": "a", "offset": 0}),
+			"offset must be between 1 and 2147483647, got 0. Pass a value in that range, or leave offset out for the default (1)."},
+		{"read limit too high", "read_file", with(map[string]any{"path": "a", "limit": 10001}),
+			"limit must be between 1 and 10000, got 10001. Pass a value in that range, or leave limit out for the default (1000)."},
+		{"edit no change", "edit_file", with(map[string]any{"path": "a", "old_text": "x", "new_text": "x"}), "old_text and new_text are the same: there is nothing to change"},
+		{"edit empty old", "edit_file", with(map[string]any{"path": "a", "old_text": "", "new_text": "x"}), "old_text must not be empty. Exact text to replace."},
+		{"search nothing", "search_files", with(nil), "pass pattern (a regular expression to find in files), glob (file names to find), or both"},
+		{"move without destination", "move_path", with(map[string]any{"path": "a"}), "destination is required. Its new path. No control characters."},
 		{"unknown argument", "file_exists", with(map[string]any{"path": "a", "pathh": "b"}), `unknown argument "pathh": file_exists takes sandbox_claim_name, path, namespace, timeout.`},
 	}
 	for _, tt := range tests {

@@ -52,7 +52,7 @@ func testEdit(t *testing.T, newConn NewConn) {
 	fs := workspace.FS{Exec: e.c}
 	e.mustSh(`printf 'one\ntwo\nthree\ntwo\nfive\n' > f.txt; chmod 640 f.txt`)
 	ed, err := fs.EditFile(e.ctx(), e.tg, "f.txt", "three\n", "THREE\nand a half\n", false, 1)
-	if err != nil || ed.Replacements != 1 || !slices.Equal(ed.Lines, []int{3}) || ed.TotalLines != 7 ||
+	if err != nil || ed.Replacements != 1 || !slices.Equal(ed.Lines, []int{3}) || ed.TotalLines != 6 ||
 		len(ed.Snippets) != 1 || ed.Snippets[0].First != 2 || !slices.Equal(ed.Snippets[0].Lines, []string{"two", "THREE", "and a half", "two"}) {
 		t.Fatalf("unique edit: %+v, %v", ed, err)
 	}

@@ -67,14 +67,25 @@ try:
     os.replace(tmp, path)
 except BaseException:
     os.unlink(tmp); raise
-lines, shift, snippets = out.split(b"\n"), 0, []
+# Snippets come from offsets into the new content: the file is never split into lines.
+snippets, delta = [], 0
 for s in starts[:20]:
-    a = line(s) + shift
-    b = a + max(new.count(b"\n") - new.endswith(b"\n"), 0)
-    shift += new.count(b"\n") - old.count(b"\n")
-    lo, hi = max(a - ctx, 1), min(b + ctx, len(lines))
-    snippets.append({"first": lo, "lines": [l.decode("utf-8", "replace")[:500] for l in lines[lo - 1:hi]]})
-answer(replacements=len(starts) if every else 1, lines=[line(s) for s in starts[:20]], snippets=snippets, total_lines=len(lines))
+    a = s + delta
+    delta += len(new) - len(old)
+    lo = out.rfind(b"\n", 0, a) + 1
+    for _ in range(ctx):
+        if lo == 0: break
+        lo = out.rfind(b"\n", 0, lo - 1) + 1
+    hi = out.find(b"\n", max(a + len(new) - 1, a))
+    for _ in range(ctx):
+        if hi < 0: break
+        hi = out.find(b"\n", hi + 1)
+    if hi < 0: hi = len(out)
+    chunk = out[lo:hi]
+    if chunk.endswith(b"\n"): chunk = chunk[:-1]
+    snippets.append({"first": out.count(b"\n", 0, lo) + 1, "lines": [l.decode("utf-8", "replace")[:500] for l in chunk.split(b"\n")]})
+total = out.count(b"\n") + (1 if out and not out.endswith(b"\n") else 0)
+answer(replacements=len(starts) if every else 1, lines=[line(s) for s in starts[:20]], snippets=snippets, total_lines=total)
 ' "$R" "$2" "$3" "$4" "$5"`
 
 // searchScript: $1 directory, $2 extended regular expression ("" finds files by $3 alone),
