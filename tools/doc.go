@@ -3,8 +3,8 @@
 // file_exists, get_sandbox_status), run_code, the process tools (start_process,
 // read_process_output, write_process_stdin, signal_process, list_processes: process.go, whose
 // state lives in the sandbox through conn/proc), the workspace tools (read_file, edit_file,
-// search_files, make_directory, move_path, remove_path: edit.go and paths.go, run in the sandbox
-// through conn/workspace), and the sandboxes://{namespace} resource template.
+// search_files, make_directory, move_path, remove_path, upload_archive, download_archive: edit.go,
+// paths.go and archive.go, run in the sandbox through conn/workspace), and the sandboxes://{namespace} resource template.
 // Every call is checked against its tool's input schema first (args.go), which owns the
 // arguments' bounds, defaults and the messages that name them.
 //

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/workspace"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -67,6 +68,8 @@ func advice(op string, ref claimRef, err error) string {
 		return fmt.Sprintf("Could not %s: %v. Use list_files for directories.", op, err)
 	case errors.Is(err, conn.ErrDenied):
 		return fmt.Sprintf("Could not %s: %v. Paths must stay inside the sandbox's working directory.", op, err)
+	case errors.Is(err, workspace.ErrBadArchive):
+		return fmt.Sprintf("Could not %s: %v. Send a tar or tar.gz archive, base64-encoded.", op, err)
 	case errors.Is(err, conn.ErrTooLarge):
 		return fmt.Sprintf("Could not %s: %v. Read a part of it with execute_command (e.g. `head -c 100000 FILE`, or `split`).", op, err)
 	case errors.Is(err, conn.ErrNoAddress):

@@ -29,7 +29,8 @@ newer output (wait_seconds waits for some; page: true reads a long log in order)
 signal_process stops it; list_processes shows them all. Process ids stay valid across calls and server restarts.
 Working on code: search_files finds files (glob) and lines (pattern); read_file shows numbered lines of any file in ranges
 (offset, limit); edit_file replaces an exact, unique old_text (copy it from read_file without the numbers) and shows the
-result; make_directory, move_path and remove_path manage the tree. Prefer them to shell pipelines: their output is bounded.`,
+result; make_directory, move_path and remove_path manage the tree; upload_archive and download_archive move a whole
+directory as a tar. Prefer them to shell pipelines: their output is bounded.`,
 	defaultShutdownAfter, maxTimeout, output.DefaultBudget, output.MaxBudget)
 
 // All returns every tool, in the order tools/list shows them, each checked against its own
@@ -43,6 +44,7 @@ func All(d Deps) []server.ServerTool {
 		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),
 		startProcessTool(d), readProcessTool(d), writeProcessTool(d), signalProcessTool(d), listProcessesTool(d),
 		readFileTool(d), editFileTool(d), searchFilesTool(d), makeDirectoryTool(d), movePathTool(d), removePathTool(d),
+		uploadArchiveTool(d), downloadArchiveTool(d),
 	}
 	for i := range all {
 		all[i] = validated(all[i])

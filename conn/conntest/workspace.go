@@ -1,7 +1,11 @@
 package conntest
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +24,7 @@ var workspaceCases = []struct {
 	{"WorkspaceEdit", testEdit},
 	{"WorkspaceSearch", testSearch},
 	{"WorkspaceMkdirMoveRemove", testMkdirMoveRemove},
+	{"WorkspaceArchives", testArchives},
 }
 
 func testReadLines(t *testing.T, newConn NewConn) {
@@ -134,5 +139,77 @@ func testMkdirMoveRemove(t *testing.T, newConn NewConn) {
 	}
 	if err := fs.Remove(ctx, e.tg, "nothing", false); !errors.Is(err, conn.ErrNotFound) {
 		t.Errorf("remove a missing path: %v", err)
+	}
+}
+
+func testArchives(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	fs := workspace.FS{Exec: e.c}
+	ctx := e.ctx()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for name, body := range map[string]string{"src/main.go": "package main\n", "README": "hi\n"} {
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body))})
+		_, _ = tw.Write([]byte(body))
+	}
+	_ = tw.Close()
+	_ = zw.Close()
+	tmp, err := workspace.TempName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Upload(ctx, e.tg, tmp, buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := fs.Unpack(ctx, e.tg, tmp, "proj"); err != nil || n != 2 {
+		t.Fatalf("unpack: %d entries, %v", n, err)
+	}
+	if got := e.mustSh("cat proj/src/main.go proj/README; ls -A | grep -c k8s-sandbox-mcp-archive || true"); got != "package main\nhi\n0\n" {
+		t.Fatalf("unpacked tree (and the archive gone): %q", got)
+	}
+	out, err := workspace.TempName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := fs.Pack(ctx, e.tg, "proj", out)
+	if err != nil || size == 0 {
+		t.Fatalf("pack: %d, %v", size, err)
+	}
+	data, err := e.c.Download(ctx, e.tg, out, 1<<20)
+	fs.RemoveTemp(ctx, e.tg, out)
+	if err != nil || int64(len(data)) != size {
+		t.Fatalf("download the archive: %d bytes, %v", len(data), err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, _ := io.ReadAll(tr)
+			files[h.Name] = string(b)
+		}
+	}
+	if files["./src/main.go"] != "package main\n" || files["./README"] != "hi\n" || len(files) != 2 {
+		t.Fatalf("packed files: %v", files)
+	}
+	if err := e.c.Upload(ctx, e.tg, tmp, []byte("not a tar")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Unpack(ctx, e.tg, tmp, "bad"); !errors.Is(err, workspace.ErrBadArchive) {
+		t.Fatalf("unpack garbage: %v", err)
+	}
+	if _, err := fs.Pack(ctx, e.tg, "proj/README", out); !errors.Is(err, conn.ErrNotDir) {
+		t.Fatalf("pack a file: %v", err)
 	}
 }

@@ -3,10 +3,18 @@
 package e2e
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"fmt"
+	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type (
@@ -94,6 +102,7 @@ func TestWorkspaceToolsOnAMillionLines(t *testing.T) {
 			if msg := callError(t, s, "read_file", with(map[string]any{"path": "a/b/big.txt"})); !strings.Contains(strings.ToLower(msg), "not found") {
 				t.Errorf("read after remove: %s", msg)
 			}
+			archiveRoundTrip(t, s, with)
 			peak := peakRSSKB(t, cmd.Process.Pid)
 			t.Logf("server peak RSS %d KiB for a file of %s bytes", peak, strings.TrimSpace(strings.Fields(size)[1]))
 			if peak > 64<<10 {
@@ -101,5 +110,61 @@ func TestWorkspaceToolsOnAMillionLines(t *testing.T) {
 			}
 			call[struct{}](t, s, "delete_sandbox", with(nil))
 		})
+	}
+}
+
+// archiveRoundTrip uploads a tree as tar.gz, reads a file of it, and downloads it again.
+func archiveRoundTrip(t *testing.T, s *mcp.ClientSession, with func(map[string]any) map[string]any) {
+	t.Helper()
+	tree := map[string]string{"src/main.go": "package main\n", "docs/README.md": "# hi\n"}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, name := range slices.Sorted(maps.Keys(tree)) {
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(tree[name]))})
+		_, _ = tw.Write([]byte(tree[name]))
+	}
+	_ = tw.Close()
+	_ = zw.Close()
+	up := call[struct {
+		Entries int `json:"entries"`
+	}](t, s, "upload_archive", with(map[string]any{"path": "proj", "content": base64.StdEncoding.EncodeToString(buf.Bytes())}))
+	if up.Entries != 2 {
+		t.Errorf("upload_archive entries %d", up.Entries)
+	}
+	if r := call[readFileResult](t, s, "read_file", with(map[string]any{"path": "proj/src/main.go"})); r.Content != "1\tpackage main\n" {
+		t.Errorf("a file of the uploaded tree: %+v", r)
+	}
+	down := call[struct {
+		Content string `json:"content"`
+	}](t, s, "download_archive", with(map[string]any{"path": "proj"}))
+	raw, err := base64.StdEncoding.DecodeString(down.Content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, _ := io.ReadAll(tr)
+			got[strings.TrimPrefix(h.Name, "./")] = string(b)
+		}
+	}
+	if !maps.Equal(got, tree) {
+		t.Errorf("download_archive: %v, want %v", got, tree)
+	}
+	if msg := callError(t, s, "upload_archive", with(map[string]any{"path": "bad", "content": base64.StdEncoding.EncodeToString([]byte("no tar"))})); !strings.Contains(msg, "tar") {
+		t.Errorf("garbage archive: %s", msg)
 	}
 }

@@ -1,0 +1,121 @@
+package tools
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/workspace"
+)
+
+type archiveArgs struct {
+	claimArgs
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Timeout *int   `json:"timeout"`
+}
+
+// UploadArchiveResult is upload_archive's answer.
+type UploadArchiveResult struct {
+	Path    string `json:"path"`
+	Entries int    `json:"entries" jsonschema:"files, directories and links the archive held"`
+	Bytes   int    `json:"bytes" jsonschema:"size of the archive"`
+}
+
+// DownloadArchiveResult is download_archive's answer.
+type DownloadArchiveResult struct {
+	Content string `json:"content" jsonschema:"the directory as a gzip-compressed tar, base64-encoded"`
+	Bytes   int64  `json:"bytes" jsonschema:"size of the archive before base64"`
+}
+
+func uploadArchiveTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("upload_archive",
+		mcp.WithToolTitle("Upload a directory tree"),
+		mcp.WithDescription(fmt.Sprintf("Unpacks a tar archive (gzip-compressed or not, base64-encoded) into a directory of a "+
+			"sandbox, creating it; existing files with the same names are replaced. At most %d bytes of archive, like "+
+			"download_file's limit. For a whole project in one call instead of a file at a time.", d.maxDownload())),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "content"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
+			"path":    pathProp("Directory to unpack into, relative to the sandbox's working directory (\".\" for it)."),
+			"content": {"type": "string", "minLength": 1, "description": "The archive, base64-encoded (e.g. tar czf - dir | base64)."},
+			"timeout": timeoutProp("the upload"),
+		})),
+		mcp.WithOutputSchema[UploadArchiveResult](),
+		hints(false, true, false),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "upload the archive"
+		var a archiveArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		data, err := base64.StdEncoding.DecodeString(a.Content)
+		if err != nil {
+			return failure(op, claimRef{}, badInput("content is not valid base64 (standard alphabet with padding): %v. Encode the archive with base64.", err)), nil
+		}
+		if int64(len(data)) > d.maxDownload() {
+			return failure(op, claimRef{}, badInput("the archive is %d bytes; at most %d are accepted. Split the tree into several archives.", len(data), d.maxDownload())), nil
+		}
+		var n int
+		if res := d.onClaim(ctx, op, a.claimArgs, a.Timeout, func(ctx context.Context, t conn.Target) error {
+			tmp, err := workspace.TempName()
+			if err != nil {
+				return err
+			}
+			if err := d.Conn.Upload(ctx, t, tmp, data); err != nil {
+				return err
+			}
+			n, err = d.files().Unpack(ctx, t, tmp, a.Path) // removes tmp
+			return err
+		}); res != nil {
+			return res, nil
+		}
+		return structured(UploadArchiveResult{Path: a.Path, Entries: n, Bytes: len(data)}), nil
+	}}
+}
+
+func downloadArchiveTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("download_archive",
+		mcp.WithToolTitle("Download a directory tree"),
+		mcp.WithDescription(fmt.Sprintf("Packs a directory of a sandbox as a gzip-compressed tar and returns it base64-encoded "+
+			"(at most %d bytes of archive, like download_file). Unpack with: base64 -d | tar xzf -.", d.maxDownload())),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
+			"path":    pathProp("Directory to pack, relative to the sandbox's working directory (\".\" for it)."),
+			"timeout": timeoutProp("the download"),
+		})),
+		mcp.WithOutputSchema[DownloadArchiveResult](),
+		hints(true, false, true),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "download the archive"
+		var a archiveArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		var data []byte
+		var size int64
+		if res := d.onClaim(ctx, op, a.claimArgs, a.Timeout, func(ctx context.Context, t conn.Target) error {
+			tmp, err := workspace.TempName()
+			if err != nil {
+				return err
+			}
+			defer d.files().RemoveTemp(context.WithoutCancel(ctx), t, tmp)
+			if size, err = d.files().Pack(ctx, t, a.Path, tmp); err != nil {
+				return err
+			}
+			if size > d.maxDownload() {
+				return fmt.Errorf("the archive of %q is %d bytes, more than %d: %w", a.Path, size, d.maxDownload(), conn.ErrTooLarge)
+			}
+			data, err = d.Conn.Download(ctx, t, tmp, d.maxDownload())
+			return err
+		}); res != nil {
+			return res, nil
+		}
+		return structured(DownloadArchiveResult{Content: base64.StdEncoding.EncodeToString(data), Bytes: size}), nil
+	}}
+}
