@@ -18,7 +18,27 @@ func execArgv(req ExecRequest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return withCwdEnv(req, argv)
+	if argv, err = withCwdEnv(req, argv); err != nil {
+		return nil, err
+	}
+	return withSavedOutput(req, argv), nil
+}
+
+// teeScript runs the rest of its arguments with stdout and stderr copied to files in $1,
+// keeping the exit code. It runs before any cd of cwdEnvScript, so $1 is relative to the
+// runtime's working directory.
+const teeScript = `d=$1; shift; mkdir -p -- "$d" && rm -f -- "$d/.o" "$d/.e" && mkfifo -- "$d/.o" "$d/.e" || exit 125
+tee -- "$d/stdout" < "$d/.o" & a=$!
+tee -- "$d/stderr" < "$d/.e" >&2 & b=$!
+"$@" > "$d/.o" 2> "$d/.e"; c=$?
+wait $a $b; rm -f -- "$d/.o" "$d/.e"; exit $c`
+
+// withSavedOutput wraps argv to keep its output in req.SaveOutput; argv as is without it.
+func withSavedOutput(req ExecRequest, argv []string) []string {
+	if req.SaveOutput == "" {
+		return argv
+	}
+	return append([]string{"/bin/sh", "-c", teeScript, "sh", req.SaveOutput}, argv...)
 }
 
 // plainArgv is the argv of a request without its Cwd and Env.

@@ -27,9 +27,13 @@ type ExecRequest struct {
 	// Cwd, when set, is the directory the command runs in (relative to the runtime's working
 	// directory, or absolute); Env adds variables (names as ValidEnvName). A command whose
 	// Cwd does not exist exits with code 126 and says so on stderr.
-	Cwd     string
-	Env     map[string]string
-	Timeout time.Duration
+	Cwd string
+	Env map[string]string
+	// SaveOutput, when set, is a directory (relative to the runtime's working directory,
+	// created) where the command's complete stdout and stderr are also written, as files
+	// "stdout" and "stderr", while they stream to the writers.
+	SaveOutput string
+	Timeout    time.Duration
 	// Stdout and Stderr receive output as it arrives (or all at once on runtimes that
 	// cannot stream). They must not be nil.
 	Stdout io.Writer

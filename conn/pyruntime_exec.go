@@ -185,7 +185,7 @@ func (h *heldWriter) flush() error {
 // killScript looks too) and is exported to everything it starts. A program given as argv
 // runs under env, which execs it with the token in its environment.
 func markedCommand(req ExecRequest, argv []string, token string) string {
-	if req.Command != "" && req.Cwd == "" && len(req.Env) == 0 {
+	if req.Command != "" && req.Cwd == "" && len(req.Env) == 0 && req.SaveOutput == "" {
 		// On the script's first line, so the shell's error messages keep their line numbers.
 		return shJoin([]string{"/bin/sh", "-c", `export "$0"; ` + req.Command, token})
 	}

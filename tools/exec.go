@@ -2,8 +2,11 @@ package tools
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +25,7 @@ type execArgs struct {
 	Args           []string          `json:"args"`
 	Cwd            string            `json:"cwd"`
 	Env            map[string]string `json:"env"`
+	SaveFullOutput bool              `json:"save_full_output"`
 	Timeout        *int              `json:"timeout"`
 	MaxOutputChars *int              `json:"max_output_chars"`
 }
@@ -36,6 +40,8 @@ type ExecResult struct {
 	StdoutTruncated  bool   `json:"stdout_truncated" jsonschema:"true when part of stdout was omitted"`
 	StderrTruncated  bool   `json:"stderr_truncated" jsonschema:"true when part of stderr was omitted"`
 	Note             string `json:"note,omitempty" jsonschema:"why the command ended the way it did, when the exit code alone does not say"`
+	StdoutFile       string `json:"stdout_file,omitempty" jsonschema:"with save_full_output: the file holding all of stdout (read it with read_file)"`
+	StderrFile       string `json:"stderr_file,omitempty" jsonschema:"with save_full_output: the file holding all of stderr"`
 }
 
 // exitNote explains the exit codes a model cannot read on its own: a command killed by a
@@ -66,7 +72,8 @@ func execTool(d Deps) server.ServerTool {
 			"working directory and add environment variables. stdin is closed: a program waiting for input ends at once "+
 			"(use start_process and write_process_stdin to type into one). Runs once, never retried; killed after timeout seconds. Output beyond max_output_chars keeps its beginning and end around "+
 			"'[... N characters omitted ...]'; *_truncated and *_total_chars say what was cut. To see more, raise "+
-			"max_output_chars (up to "+strconv.Itoa(output.MaxBudget)+") or filter the output (grep, head, tail, sed -n)."),
+			"max_output_chars (up to "+strconv.Itoa(output.MaxBudget)+"), filter the output (grep, head, tail, sed -n), or run it "+
+			"with save_full_output and page through stdout_file with read_file."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "command"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"command": {"type": "string", "minLength": 1, "maxLength": maxCommandChars,
@@ -75,6 +82,7 @@ func execTool(d Deps) server.ServerTool {
 				"description": "Optional argv after command; when given, no shell is involved."},
 			"cwd":              cwdProp(),
 			"env":              envProp(),
+			"save_full_output": boolProp("Also keep the complete stdout and stderr in files in the sandbox (stdout_file, stderr_file), to page through with read_file or search_files when the output is cut."),
 			"timeout":          runTimeoutProp("the command"),
 			"max_output_chars": budgetProp(),
 		})),
@@ -118,6 +126,13 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 	}
 	capture := output.NewCapture(budget)
 	creq := conn.ExecRequest{Timeout: to, Cwd: a.Cwd, Env: a.Env, Stdout: capture.Stdout(), Stderr: capture.Stderr()}
+	if a.SaveFullOutput {
+		dir, err := savedOutputDir()
+		if err != nil {
+			return nil, ref, err
+		}
+		creq.SaveOutput = dir
+	}
 	if a.Args != nil {
 		creq.Argv = append([]string{a.Command}, a.Args...)
 	} else {
@@ -134,6 +149,9 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 	res := &ExecResult{ExitCode: r.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr,
 		StdoutTotalChars: out.StdoutTotalChars, StderrTotalChars: out.StderrTotalChars,
 		StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated, Note: exitNote(r.ExitCode)}
+	if creq.SaveOutput != "" {
+		res.StdoutFile, res.StderrFile = path.Join(creq.SaveOutput, "stdout"), path.Join(creq.SaveOutput, "stderr")
+	}
 	if err != nil {
 		return res, ref, err
 	}
@@ -141,6 +159,16 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 		return res, ref, errSandboxStopped
 	}
 	return res, ref, nil
+}
+
+// savedOutputDir names where one command's complete output is kept: in the working directory,
+// where read_file and download_file reach it, one directory per command.
+func savedOutputDir() (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("naming the output directory: %w", err)
+	}
+	return ".k8s-sandbox-mcp/output/" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), nil
 }
 
 // errSandboxStopped: the runtime itself was stopped under the command (its pod deleted or

@@ -36,6 +36,7 @@ func Run(t *testing.T, newConn NewConn) {
 		{"ExecArgv", testArgv},
 		{"ExecArgvMissingProgram", testArgvMissing},
 		{"ExecCwdEnvStdin", testCwdEnvStdin},
+		{"ExecSaveOutput", testSaveOutput},
 		{"ExecLargeOutput", testLargeOutput},
 		{"ExecConcurrent", testConcurrent},
 		{"ExecTimeoutKillsProcessGroup", testTimeoutKillsGroup},
@@ -300,5 +301,19 @@ func testCwdEnvStdin(t *testing.T, newConn NewConn) {
 	_, errOut, res, err = e.exec(e.ctx(), conn.ExecRequest{Command: "echo never", Cwd: "no/such/dir"})
 	if err != nil || res.ExitCode != 126 || !strings.Contains(errOut, "no such directory") {
 		t.Fatalf("missing cwd: %q %+v %v", errOut, res, err)
+	}
+}
+
+// testSaveOutput: the complete output lands in files (relative to the working directory, not
+// to cwd) while it streams, and the exit code is kept.
+func testSaveOutput(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	e.mustSh("mkdir sub")
+	out, errOut, res, err := e.exec(e.ctx(), conn.ExecRequest{Command: "seq 1 5; echo oops >&2; exit 4", Cwd: "sub", SaveOutput: "keep/run1"})
+	if err != nil || res.ExitCode != 4 || out != "1\n2\n3\n4\n5\n" || errOut != "oops\n" {
+		t.Fatalf("command with saved output: %q %q %+v %v", out, errOut, res, err)
+	}
+	if got := e.mustSh("cat keep/run1/stdout; cat keep/run1/stderr; ls -A keep/run1"); got != "1\n2\n3\n4\n5\noops\nstderr\nstdout\n" {
+		t.Fatalf("saved files: %q", got)
 	}
 }

@@ -91,6 +91,15 @@ func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
 	if prog.ExitCode != 5 || prog.Stdout != "45 it's\n" || prog.Stderr != "err\n" {
 		t.Errorf("run_code: %+v", prog)
 	}
+	saved := call[struct {
+		StdoutTruncated bool   `json:"stdout_truncated"`
+		StdoutFile      string `json:"stdout_file"`
+	}](t, s, "execute_command", with(map[string]any{"command": "seq 1 100000", "max_output_chars": 1000, "save_full_output": true}))
+	if !saved.StdoutTruncated || saved.StdoutFile == "" {
+		t.Errorf("save_full_output: %+v", saved)
+	} else if r := call[readFileResult](t, s, "read_file", with(map[string]any{"path": saved.StdoutFile, "offset": 50000, "limit": 1})); r.Content != "50000\t50000\n" || r.TotalLines != 100000 {
+		t.Errorf("the saved output read back: %+v", r)
+	}
 	big := call[execResult](t, s, "execute_command", with(map[string]any{"command": "seq 1 100000", "max_output_chars": 1000}))
 	if !big.StdoutTruncated || big.StdoutTotalChars != 588895 || !strings.HasPrefix(big.Stdout, "1\n2\n") ||
 		!strings.HasSuffix(big.Stdout, "99999\n100000\n") || !strings.Contains(big.Stdout, "characters omitted") {
