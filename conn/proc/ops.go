@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -120,7 +119,9 @@ func (r Runner) Read(ctx context.Context, t conn.Target, q ReadRequest) (Output,
 		tail = 0
 	}
 	quarters := int64(q.Wait / (250 * time.Millisecond))
-	out, err := r.script(ctx, t, controlTimeout+q.Wait, readScript, q.ID,
+	// Base64 of at most a head and a tail per stream, and the state line.
+	expect := int(4*(head+tail)/3*2) + 1024
+	out, err := r.scriptSized(ctx, t, controlTimeout+q.Wait, expect, readScript, q.ID,
 		strconv.FormatInt(max(q.SinceStdout, 0), 10), strconv.FormatInt(max(q.SinceStderr, 0), 10),
 		strconv.FormatInt(quarters, 10), strconv.FormatInt(head, 10), strconv.FormatInt(tail, 10))
 	if err != nil {
@@ -130,12 +131,11 @@ func (r Runner) Read(ctx context.Context, t conn.Target, q ReadRequest) (Output,
 }
 
 func parseRead(text string, q ReadRequest) (Output, error) {
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(nil, maxControlOutput)
 	var o Output
 	seen := false
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	// Lines are slices of text: a megabyte of base64 is not copied to be split.
+	for line := range strings.Lines(text) {
+		f := strings.Fields(line)
 		switch {
 		case len(f) == 1 && f[0] == "NOPROC":
 			return Output{}, ErrNoProcess
@@ -166,9 +166,12 @@ func parseRead(text string, q ReadRequest) (Output, error) {
 			}
 			var data []byte
 			if len(f) == 4 {
-				if data, err = base64.StdEncoding.DecodeString(f[3]); err != nil {
+				data = make([]byte, base64.StdEncoding.DecodedLen(len(f[3])))
+				n, err := base64.StdEncoding.Decode(data, []byte(f[3]))
+				if err != nil {
 					return Output{}, fmt.Errorf("proc: bad output encoding: %w", err)
 				}
+				data = data[:n]
 			}
 			if f[0] == "H" {
 				s.Start, s.Window.Head = start, data
@@ -177,11 +180,8 @@ func parseRead(text string, q ReadRequest) (Output, error) {
 				s.Window.Gap = max(start-(s.Start+int64(len(s.Window.Head))), 0)
 			}
 		default:
-			return Output{}, fmt.Errorf("proc: unexpected answer from the sandbox: %.200q", sc.Text())
+			return Output{}, fmt.Errorf("proc: unexpected answer from the sandbox: %.200q", line)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return Output{}, fmt.Errorf("proc: %w", err)
 	}
 	if !seen {
 		return Output{}, fmt.Errorf("proc: the sandbox gave no state: %.200q", text)

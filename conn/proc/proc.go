@@ -124,9 +124,16 @@ func (r Runner) keep() int64 {
 
 // script runs one control script; its first argument (the root) is expanded by the shell.
 func (r Runner) script(ctx context.Context, t conn.Target, timeout time.Duration, body string, args ...string) (string, error) {
+	return r.scriptSized(ctx, t, timeout, 0, body, args...)
+}
+
+// scriptSized is script with room for an answer of about expect bytes made up front, so a
+// large answer is not copied through ever larger buffers.
+func (r Runner) scriptSized(ctx context.Context, t conn.Target, timeout time.Duration, expect int, body string, args ...string) (string, error) {
 	// The root may hold ${...}: a wrapper expands it and hands it to the script as $0.
 	argv := append([]string{"/bin/sh", "-c", `r="` + r.root() + `"; s=$1; shift; exec /bin/sh -c "$s" "$r" "$@"`, "sh", body}, args...)
 	out, errb := conn.LimitedBuffer{Max: maxControlOutput}, conn.LimitedBuffer{Max: 64 << 10}
+	out.Grow(min(expect, maxControlOutput))
 	res, err := r.Exec.Exec(ctx, t, conn.ExecRequest{Argv: argv, Timeout: timeout, Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return "", err

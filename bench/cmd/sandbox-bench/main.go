@@ -49,7 +49,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.out, "out", "BENCHMARKS.md", "where to write the report")
 	fs.StringVar(&c.analysis, "analysis", "bench/ANALYSIS.md", "hand-written analysis appended to the report (skipped if missing)")
 	fs.StringVar(&c.command, "command", "", "the command line to show under Reproduce (default: this one)")
-	items := fs.String("items", "1,2,3,4,5,6", "which items of the issue to run")
+	items := fs.String("items", "1,2,3,4,5,6,7", "which items to run")
 	fs.IntVar(&c.warm, "warmup", 5, "unmeasured iterations before each latency series")
 	fs.IntVar(&c.smallRuns, "small-runs", 200, "item 1: small commands per side and runtime")
 	fs.IntVar(&c.bigRuns, "big-runs", 3, "item 2: large-output commands per side, size and server process")
@@ -167,7 +167,7 @@ func run(ctx context.Context, cfg config) error {
 		run func(context.Context) (*section, error)
 	}{
 		{"1", b.smallCommands}, {"2", b.largeOutput}, {"3", b.createLatency},
-		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge},
+		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge}, {"7", b.workbenchMemory},
 	}
 	for run := 1; run <= cfg.runs; run++ {
 		var sections []*section
