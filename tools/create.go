@@ -57,7 +57,11 @@ func createTool(d Deps) server.ServerTool {
 		res, err := d.create(ctx, req, a)
 		if err != nil {
 			ref.Namespace, _ = d.namespace(a.Namespace)
-			return failure("create the sandbox", ref, err), nil
+			r := failure("create the sandbox", ref, err)
+			if hint := d.poolHint(ctx, ref.Namespace, err); hint != "" {
+				r = mcp.NewToolResultError(advice("create the sandbox", ref, err) + hint)
+			}
+			return r, nil
 		}
 		return structured(res), nil
 	}}

@@ -19,6 +19,7 @@ type Claims interface {
 	Delete(ctx context.Context, namespace, name, owner string) error
 	Status(ctx context.Context, namespace, name, owner string) (kube.Status, error)
 	CountPrincipal(ctx context.Context, namespace, principal string) (int, error)
+	Catalog(ctx context.Context, namespace string) ([]kube.Pool, []kube.Template, error)
 }
 
 // OwnerFunc names the caller that owns sandboxes: a valid Kubernetes label value.

@@ -27,6 +27,7 @@ type fakeClaims struct {
 	stopped bool          // Status says not ready (the sandbox's pod went away)
 	// principals holds each claim's principal label.
 	principals map[string]string
+	pools      map[string][]kube.Pool // Catalog's warm pools per namespace
 }
 
 func newFakeClaims() *fakeClaims {
@@ -83,6 +84,12 @@ func (f *fakeClaims) List(_ context.Context, ns, owner string) ([]kube.Claim, er
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeClaims) Catalog(_ context.Context, ns string) ([]kube.Pool, []kube.Template, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pools[ns], nil, nil
 }
 
 func (f *fakeClaims) CountPrincipal(_ context.Context, ns, principal string) (int, error) {

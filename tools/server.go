@@ -14,7 +14,7 @@ import (
 // Instructions tell the model how the tools fit together; every tool is named, and the
 // numbers are the schemas' own.
 var Instructions = fmt.Sprintf(`Sandboxes are isolated Kubernetes pods for running commands and handling files.
-Lifecycle: create_sandbox (from a warm pool; returns sandbox_claim_name) -> execute_command, run_code, upload_file,
+Lifecycle: create_sandbox (from a warm pool; list_sandbox_templates shows the pools when you do not know one; returns sandbox_claim_name) -> execute_command, run_code, upload_file,
 download_file, list_files, file_exists, get_sandbox_status with that name -> delete_sandbox when done.
 Every sandbox is deleted automatically after shutdown_after_seconds (default %d), so create a new one if a
 call says the claim is not found. You only see sandboxes you created; read sandboxes://{namespace} to list them.
@@ -40,7 +40,7 @@ func All(d Deps) []server.ServerTool {
 		d.quota = newQuota() // shared by the tools built here
 	}
 	all := []server.ServerTool{
-		createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
+		catalogTool(d), createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
 		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),
 		startProcessTool(d), readProcessTool(d), writeProcessTool(d), signalProcessTool(d), listProcessesTool(d),
 		readFileTool(d), editFileTool(d), searchFilesTool(d), makeDirectoryTool(d), movePathTool(d), removePathTool(d),

@@ -96,6 +96,21 @@ func TestProgress(t *testing.T) {
 			if !sawLine {
 				t.Errorf("heartbeats do not carry the latest output line: %v", messages(ev))
 			}
+			// read_process_output waiting for output sends heartbeats too.
+			started, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "start_process", Arguments: map[string]any{
+				"sandbox_claim_name": claim, "namespace": ns.Name, "command": "sleep 5; echo late"}})
+			if err != nil || started.IsError {
+				t.Fatalf("start_process: %v %s", err, resultText(started))
+			}
+			wait := &mcp.CallToolParams{Name: "read_process_output", Arguments: map[string]any{"sandbox_claim_name": claim, "namespace": ns.Name,
+				"process_id": started.StructuredContent.(map[string]any)["process_id"], "wait_seconds": 20}}
+			wait.SetProgressToken("wait-1")
+			if res, err := cs.CallTool(t.Context(), wait); err != nil || res.IsError || res.StructuredContent.(map[string]any)["stdout"] != "late\n" {
+				t.Fatalf("read_process_output waiting: %v %v", err, res.StructuredContent)
+			}
+			if ev := pc.get("wait-1"); len(ev) == 0 || !strings.Contains(ev[0].Message, "waiting for output") {
+				t.Errorf("read_process_output progress: %v", messages(ev))
+			}
 			quiet := &mcp.CallToolParams{Name: "execute_command", Arguments: map[string]any{"sandbox_claim_name": claim, "namespace": ns.Name, "command": "sleep 3"}}
 			if _, err := cs.CallTool(t.Context(), quiet); err != nil {
 				t.Fatal(err)
@@ -103,8 +118,8 @@ func TestProgress(t *testing.T) {
 			pc.mu.Lock()
 			n := len(pc.events)
 			pc.mu.Unlock()
-			if n != 2 {
-				t.Errorf("notifications without a progress token: tokens seen %d, want 2", n)
+			if n != 3 {
+				t.Errorf("notifications without a progress token: tokens seen %d, want 3", n)
 			}
 			call[struct{}](t, cs, "delete_sandbox", map[string]any{"sandbox_claim_name": claim, "namespace": ns.Name})
 		})

@@ -46,12 +46,14 @@ var (
 	gatewayGVR   = schema.GroupVersionResource{Group: gatewayGroup, Version: "v1", Resource: "gateways"}
 )
 
-// specPerms are the spec's RBAC sentence, plus what gateway mode reads.
+// specPerms are the spec's RBAC sentence, plus what gateway mode reads and what
+// list_sandbox_templates lists.
 var specPerms = []perm{
 	{claimsGroup, "sandboxclaims", "create"}, {claimsGroup, "sandboxclaims", "get"}, {claimsGroup, "sandboxclaims", "list"},
 	{claimsGroup, "sandboxclaims", "watch"}, {claimsGroup, "sandboxclaims", "delete"},
 	{sandboxGroup, "sandboxes", "get"}, {sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"},
 	{gatewayGroup, "gateways", "get"}, {gatewayGroup, "gateways", "list"}, {gatewayGroup, "gateways", "watch"},
+	{claimsGroup, "sandboxwarmpools", "list"}, {claimsGroup, "sandboxtemplates", "list"},
 }
 
 // optionalPerms are granted because the spec lists them; the server works without them:

@@ -116,6 +116,12 @@ func verbCases() []verbCase {
 			p.forbidden(t, callError(t, s, "get_sandbox_status", p.args(nil)), q)
 			p.createFails(t, s, q) // the created claim is deleted again
 		}},
+		{perm{claimsGroup, "sandboxwarmpools", "list"}, func(t *testing.T, p probe, q perm) {
+			p.forbidden(t, callError(t, p.session(t), "list_sandbox_templates", map[string]any{"namespace": p.ns}), q)
+		}},
+		{perm{claimsGroup, "sandboxtemplates", "list"}, func(t *testing.T, p probe, q perm) {
+			p.forbidden(t, callError(t, p.session(t), "list_sandbox_templates", map[string]any{"namespace": p.ns}), q)
+		}},
 		{perm{gatewayGroup, "gateways", "get"}, func(t *testing.T, p probe, q perm) {
 			p.forbidden(t, callError(t, p.session(t, gatewayEnv(p.ns, "rbac-gateway")...), "execute_command", p.args(exec)), q)
 		}},

@@ -61,6 +61,28 @@ func TestEveryToolEveryConnection(t *testing.T) {
 
 func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
 	t.Helper()
+	cat := call[struct {
+		Namespaces []struct {
+			Namespace string `json:"namespace"`
+			Pools     []struct {
+				Name     string   `json:"name"`
+				Images   []string `json:"images"`
+				Replicas int      `json:"replicas"`
+			} `json:"pools"`
+		} `json:"namespaces"`
+	}](t, s, "list_sandbox_templates", map[string]any{"namespace": ns})
+	found := false
+	for _, n := range cat.Namespaces {
+		for _, p := range n.Pools {
+			found = found || (n.Namespace == ns && p.Name == pool && len(p.Images) > 0 && p.Replicas > 0)
+		}
+	}
+	if len(cat.Namespaces) != 1 || !found {
+		t.Errorf("list_sandbox_templates does not show %s with its images: %+v", pool, cat)
+	}
+	if msg := callError(t, s, "create_sandbox", map[string]any{"warmpool": "no-such-pool", "namespace": ns, "sandbox_ready_timeout": 60}); !strings.Contains(msg, pool) {
+		t.Errorf("warm pool not found does not name the pools: %s", msg)
+	}
 	created := call[createResult](t, s, "create_sandbox", map[string]any{"warmpool": pool, "namespace": ns, "shutdown_after_seconds": 900})
 	claim := map[string]any{"sandbox_claim_name": created.SandboxClaimName, "namespace": ns}
 	if created.SandboxName == "" || created.SandboxName == created.SandboxClaimName {

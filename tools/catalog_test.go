@@ -1,0 +1,34 @@
+package tools
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+)
+
+func TestCatalogAndPoolHint(t *testing.T) {
+	h := newHarness(t)
+	h.claims.pools = map[string][]kube.Pool{"ns1": {{Name: "python-pool", Template: "python", Images: []string{"py:1"}, Ready: 2, Replicas: 3, EnvPolicy: "Allowed"}}}
+	res := h.call(t, "list_sandbox_templates", map[string]any{"namespace": "ns1"})
+	if res.IsError {
+		t.Fatalf("list_sandbox_templates: %s", text(res))
+	}
+	var got CatalogResult
+	decode(t, res.StructuredContent, &got)
+	if len(got.Namespaces) != 1 || len(got.Namespaces[0].Pools) != 1 {
+		t.Fatalf("catalog: %+v", got)
+	}
+	if p := got.Namespaces[0].Pools[0]; p.Name != "python-pool" || p.Template != "python" || len(p.Images) != 1 || p.Ready != 2 ||
+		p.Replicas != 3 || p.EnvOverrides != "Allowed" {
+		t.Fatalf("pool: %+v", p)
+	}
+	if res := h.call(t, "list_sandbox_templates", map[string]any{"namespace": "*"}); !res.IsError || !strings.Contains(text(res), "K8S_SANDBOX_ALLOWED_NAMESPACES") {
+		t.Errorf("\"*\" without an allowlist: %s", text(res))
+	}
+	h.claims.err = &kube.ClaimFailure{Claim: "c", Reason: "WarmPoolNotFound", Message: `SandboxWarmPool "nope" not found`}
+	res = h.call(t, "create_sandbox", map[string]any{"warmpool": "nope", "namespace": "ns1"})
+	if !res.IsError || !strings.Contains(text(res), `Warm pools in namespace "ns1": python-pool (2 ready).`) {
+		t.Errorf("warm pool not found: %s", text(res))
+	}
+}
