@@ -181,13 +181,14 @@ func (h *heldWriter) flush() error {
 }
 
 // markedCommand returns the command line for /execute with token on the command's processes.
-// A shell command needs no extra exec: the token is the shell's $0 (its own cmdline, where
-// killScript looks too) and is exported to everything it starts. A program given as argv
+// A shell command needs no extra exec: the token is an argument of the shell (its own
+// cmdline, where killScript looks too) and is exported to everything it starts. A program given as argv
 // runs under env, which execs it with the token in its environment.
 func markedCommand(req ExecRequest, argv []string, token string) string {
 	if req.Command != "" && req.Cwd == "" && len(req.Env) == 0 && req.SaveOutput == "" {
-		// On the script's first line, so the shell's error messages keep their line numbers.
-		return shJoin([]string{"/bin/sh", "-c", `export "$0"; ` + req.Command, token})
+		// On the script's first line, so the shell's error messages keep their line numbers;
+		// the token is $1, shifted away, so $0 (the prefix of those messages) stays "sh".
+		return shJoin([]string{"/bin/sh", "-c", `export "$1"; shift; ` + req.Command, "sh", token})
 	}
 	if strings.Contains(argv[0], "=") { // env would take the program for an assignment
 		argv = append([]string{"/bin/sh", "-c", `exec "$@"`, "sh"}, argv...)

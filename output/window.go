@@ -46,11 +46,15 @@ func ApplyWindows(stdout, stderr Window, budget int) WindowResult {
 
 type windowText struct {
 	w          Window
-	head, tail stringText
+	head, tail stringText // decoded, for rendering
+	// rawHead and rawTail count bytes: each invalid byte is one code point in both, but
+	// three bytes once decoded.
+	rawHead, rawTail string
 }
 
 func newWindowText(w Window) windowText {
-	return windowText{w: w, head: newStringText(Decode(w.Head)), tail: newStringText(Decode(w.Tail))}
+	return windowText{w: w, head: newStringText(Decode(w.Head)), tail: newStringText(Decode(w.Tail)),
+		rawHead: string(w.Head), rawTail: string(w.Tail)}
 }
 
 // estimate is the stretch's length in code points for sharing the budget; the gap counts a
@@ -68,23 +72,22 @@ func (t windowText) fit(allowance int) (string, int, bool, int64) {
 			return s, t.head.n, false, 0
 		}
 		k := kept(t.head.n, allowance) // as fit cut it
-		shown := len(t.head.prefix(k/2)) + len(t.head.suffix(k-k/2))
-		return s, t.head.n, true, int64(len(t.w.Head) - shown)
+		shown := prefixBytes(t.rawHead, k/2) + suffixBytes(t.rawHead, k-k/2)
+		return s, t.head.n, true, int64(len(t.rawHead) - shown)
 	}
 	total := t.w.Bytes()
 	const overhead = len("\n[... ") + len(" bytes omitted ...]\n")
 	for digits := 1; ; digits++ {
 		k := max(allowance-overhead-digits, 0)
-		h := t.head.prefix(min(k/2, t.head.n))
-		tl := t.tail.suffix(min(k-k/2, t.tail.n))
-		omitted := total - int64(len(h)+len(tl))
+		nh, nt := min(k/2, t.head.n), min(k-k/2, t.tail.n)
+		omitted := total - int64(prefixBytes(t.rawHead, nh)+suffixBytes(t.rawTail, nt))
 		if len(strconv.FormatInt(omitted, 10)) <= digits {
 			var b strings.Builder
-			b.WriteString(h)
+			b.WriteString(t.head.prefix(nh))
 			b.WriteString("\n[... ")
 			b.WriteString(strconv.FormatInt(omitted, 10))
 			b.WriteString(" bytes omitted ...]\n")
-			b.WriteString(tl)
+			b.WriteString(t.tail.suffix(nt))
 			return b.String(), -1, true, omitted
 		}
 	}

@@ -78,3 +78,15 @@ func TestPage(t *testing.T) {
 		})
 	}
 }
+
+func TestApplyWindowsCountsRawBytes(t *testing.T) {
+	raw := []byte(strings.Repeat("\xff", 30001))
+	got := ApplyWindows(Window{Head: raw}, Window{}, 30000)
+	if !got.StdoutTruncated || got.StdoutOmittedBytes <= 0 || got.StdoutOmittedBytes > 200 {
+		t.Fatalf("invalid bytes: truncated %v, omitted %d bytes of %d", got.StdoutTruncated, got.StdoutOmittedBytes, len(raw))
+	}
+	gap := ApplyWindows(Window{Head: raw[:4000], Tail: raw[:4000], Gap: 1000}, Window{}, 1000)
+	if want := int64(4000+4000+1000) - int64(1000-len("\n[... ")-len(" bytes omitted ...]\n")-4); gap.StdoutOmittedBytes != want {
+		t.Fatalf("invalid bytes around a gap: omitted %d, want %d", gap.StdoutOmittedBytes, want)
+	}
+}

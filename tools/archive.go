@@ -66,10 +66,12 @@ func uploadArchiveTool(d Deps) server.ServerTool {
 			if err != nil {
 				return err
 			}
+			// Unpack removes it too; this covers an upload or unpack cut short.
+			defer d.files().RemoveTemp(context.WithoutCancel(ctx), t, tmp)
 			if err := d.Conn.Upload(ctx, t, tmp, data); err != nil {
 				return err
 			}
-			n, err = d.files().Unpack(ctx, t, tmp, a.Path) // removes tmp
+			n, err = d.files().Unpack(ctx, t, tmp, a.Path)
 			return err
 		}); res != nil {
 			return res, nil
@@ -109,7 +111,9 @@ func downloadArchiveTool(d Deps) server.ServerTool {
 				return err
 			}
 			if size > d.maxDownload() {
-				return fmt.Errorf("the archive of %q is %d bytes, more than %d: %w", a.Path, size, d.maxDownload(), conn.ErrTooLarge)
+				return badInput("The archive of %q is %d bytes, more than the %d this server returns. Download subdirectories "+
+					"separately, or leave out build outputs (execute_command: tar czf out.tgz --exclude=node_modules ... "+
+					"then download_file with binary=true).", a.Path, size, d.maxDownload())
 			}
 			data, err = d.Conn.Download(ctx, t, tmp, d.maxDownload())
 			return err

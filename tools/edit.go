@@ -184,7 +184,8 @@ func workspaceAdvice(op string, err error) string {
 			near = " Lines holding its first line: " + joinInts(me.Lines) + "."
 		}
 		return fmt.Sprintf("Could not %s: old_text was not found, so nothing changed.%s Read the file with read_file and copy "+
-			"old_text exactly (indentation, trailing spaces and line breaks count; leave out the line numbers).", op, near)
+			"old_text exactly (indentation, trailing spaces and line breaks count; leave out the line numbers; a file with "+
+			"CRLF line ends shows \\r at the end of its lines, and old_text needs it too).", op, near)
 	case errors.As(err, &me) && errors.Is(err, workspace.ErrManyMatches):
 		return fmt.Sprintf("Could not %s: old_text matches %d times (starting on lines %s), so nothing changed. Include "+
 			"more surrounding lines to make it unique, or pass replace_all: true to change every one.", op, me.Count, joinInts(me.Lines))
@@ -193,8 +194,12 @@ func workspaceAdvice(op string, err error) string {
 	case errors.Is(err, workspace.ErrBadRegex):
 		return fmt.Sprintf("Could not %s: %v. pattern is a POSIX extended regular expression (grep -E): escape ( ) [ ] { } . * + ? | ^ $ \\ "+
 			"with a backslash to match them literally; \\d and lookarounds are not supported (use [0-9]).", op, err)
+	case errors.Is(err, workspace.ErrExists) && op == "create the directory":
+		return fmt.Sprintf("Could not %s: %v: a file has that name. Remove it (remove_path) or choose another path.", op, err)
 	case errors.Is(err, workspace.ErrExists):
 		return fmt.Sprintf("Could not %s: %v. Pass overwrite: true to replace it, or choose another destination.", op, err)
+	case errors.Is(err, conn.ErrNotDir) && strings.Contains(op, "archive"):
+		return fmt.Sprintf("Could not %s: %v. path must be a directory.", op, err)
 	case errors.Is(err, workspace.ErrNotEmpty):
 		return fmt.Sprintf("Could not %s: %v. Pass recursive: true to remove it with everything in it.", op, err)
 	case errors.Is(err, workspace.ErrNoPython):

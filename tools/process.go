@@ -16,7 +16,9 @@ import (
 // Process tools: a handle is (sandbox, process_id) and everything about the process lives in
 // the sandbox (conn/proc), so any server process or replica serves any call.
 
-const maxWaitSeconds = 300
+// maxWaitSeconds stays under the python runtime's own limit on one request (conn.PyRuntimeExecLimit),
+// which a long poll is.
+const maxWaitSeconds = 240
 
 func processIDProp() prop {
 	return prop{"type": "string", "minLength": 1, "maxLength": 63, "pattern": `^[a-z0-9][a-z0-9-]*$`,

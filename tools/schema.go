@@ -48,12 +48,15 @@ const (
 	// operator sets no maximum, so a huge number can never wrap a time.Duration.
 	defaultShutdownAfter = 300
 	shutdownCeiling      = 365 * 24 * 3600
-	maxCommandChars      = 256 << 10
-	maxArgv              = 4096
-	maxPathChars         = 4096
-	defaultMaxEntries    = 1000
-	maxMaxEntries        = 10000
-	maxEnvVars           = 256
+	// maxCommandChars keeps a command, program or edit text within one argument of exec:
+	// Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN), and a character takes
+	// up to 4 bytes in UTF-8.
+	maxCommandChars   = 32 << 10
+	maxArgv           = 4096
+	maxPathChars      = 4096
+	defaultMaxEntries = 1000
+	maxMaxEntries     = 10000
+	maxEnvVars        = 256
 )
 
 // defaultReadyTimeout is kube's, in the seconds the argument takes.

@@ -22,6 +22,7 @@ var procCases = []struct {
 	{"ProcessCwdEnvList", testProcCwdEnvList},
 	{"ProcessOutputCap", testProcOutputCap},
 	{"ProcessErrors", testProcErrors},
+	{"ProcessLeftoversAndUmask", testProcLeftovers},
 }
 
 // runner keeps process state in the test's fresh working directory (relative to it), so
@@ -34,6 +35,16 @@ func (e env) runner() proc.Runner {
 		list, _ := r.List(ctx, e.tg)
 		for _, p := range list {
 			_ = r.Signal(ctx, e.tg, p.ID, "KILL")
+		}
+		// The supervisor writes the exit status after the kill: let it finish before the
+		// working directory is removed.
+		for _, p := range list {
+			for range 100 {
+				if o, err := r.Read(ctx, e.tg, proc.ReadRequest{ID: p.ID, FetchBytes: 1}); err != nil || !o.Running {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 		}
 	})
 	return r
@@ -136,9 +147,21 @@ func testProcSignalGroup(t *testing.T, newConn NewConn) {
 	if out, _, code := e.sh(gone); code == 0 || out != "" {
 		t.Fatalf("the process's child survived a signal to its group (%q)", out)
 	}
-	if err := r.Signal(e.ctx(), e.tg, p.ID, "KILL"); !errors.Is(err, proc.ErrEnded) {
-		t.Fatalf("signal after exit: %v, want ErrEnded", err)
+	e.endedForSignals(r, p.ID)
+}
+
+// endedForSignals waits until a signal to the process answers ErrEnded: its group is empty
+// once the kernel has reaped what the process left.
+func (e env) endedForSignals(r proc.Runner, id string) {
+	e.t.Helper()
+	var err error
+	for range 50 {
+		if err = r.Signal(e.ctx(), e.tg, id, "KILL"); errors.Is(err, proc.ErrEnded) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
+	e.t.Fatalf("signal to an ended process with an empty group: %v, want ErrEnded", err)
 }
 
 func testProcCwdEnvList(t *testing.T, newConn NewConn) {
@@ -229,4 +252,29 @@ func tailOf(b []byte) string {
 		return string(b[len(b)-20:])
 	}
 	return string(b)
+}
+
+// testProcLeftovers: a background job the process left behind is still signalled after the
+// process ended, and the process runs with the runtime's umask, not the state directory's.
+func testProcLeftovers(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	r := e.runner()
+	want := e.mustSh("umask")
+	p, err := r.Start(e.ctx(), e.tg, proc.Spec{Command: `sleep 300 & echo $! > left.pid; umask`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := e.readUntil(r, p.ID, ended)
+	if out != want {
+		t.Errorf("umask in the process %q, want the runtime's %q", out, want)
+	}
+	if err := r.Signal(e.ctx(), e.tg, p.ID, "KILL"); err != nil {
+		t.Fatalf("signal to the group left behind: %v", err)
+	}
+	gone := `p=$(cat left.pid); i=0; while [ $i -lt 50 ]; do ` +
+		`kill -0 $p 2>/dev/null && ! grep -q ') Z' /proc/$p/stat 2>/dev/null || exit 1; sleep 0.1; i=$((i+1)); done; echo alive`
+	if out, _, code := e.sh(gone); code == 0 || out != "" {
+		t.Fatalf("the background job survived KILL to its group (%q)", out)
+	}
+	e.endedForSignals(r, p.ID)
 }

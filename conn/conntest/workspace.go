@@ -30,7 +30,10 @@ var workspaceCases = []struct {
 func testReadLines(t *testing.T, newConn NewConn) {
 	e := setup(t, newConn)
 	fs := workspace.FS{Exec: e.c}
-	e.mustSh(`seq 1 10 > ten.txt; printf 'short\n%s\nend' "$(head -c 300 /dev/zero | tr '\0' x)" > long.txt; printf 'a\0b' > bin.dat; mkdir d`)
+	e.mustSh(`seq 1 10 > ten.txt; printf 'short\n%s\nend' "$(head -c 300 /dev/zero | tr '\0' x)" > long.txt; printf 'a\0b' > bin.dat; mkdir d; printf 'a\r\nb\r\n' > crlf.txt`)
+	if r, err := fs.ReadLines(e.ctx(), e.tg, "crlf.txt", 1, 10, 100, 1000); err != nil || len(r.Lines) != 2 || r.Lines[0].Text != "a\r" {
+		t.Fatalf("CRLF lines keep their CR: %+v, %v", r, err)
+	}
 	r, err := fs.ReadLines(e.ctx(), e.tg, "ten.txt", 3, 4, 1000, 1<<20)
 	if err != nil || r.Total != 10 || r.Next != 7 || len(r.Lines) != 4 || r.Lines[0] != (workspace.Line{N: 3, Text: "3"}) || r.Lines[3].Text != "6" {
 		t.Fatalf("lines 3-6 of ten: %+v, %v", r, err)
@@ -90,6 +93,9 @@ func testSearch(t *testing.T, newConn NewConn) {
 	}
 	if f, err = fs.Search(e.ctx(), e.tg, ".", "FUNC", "", 1, 200, true); err != nil || f.Total != 3 || len(f.Results) != 1 {
 		t.Fatalf("capped, ignoring case, .git skipped: %+v, %v", f, err)
+	}
+	if f, err = fs.Search(e.ctx(), e.tg, ".", "helper", "a/*.go", 10, 200, false); err != nil || !slices.Equal(f.Results, []string{"src/a/m.go:2:func helper() {}"}) {
+		t.Fatalf("regex with a glob holding a slash: %+v, %v", f, err)
 	}
 	if f, err = fs.Search(e.ctx(), e.tg, ".", "", "*.go", 10, 200, false); err != nil || !slices.Equal(f.Results, []string{"src/a/m.go"}) {
 		t.Fatalf("files by glob: %+v, %v", f, err)

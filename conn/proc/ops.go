@@ -49,7 +49,7 @@ func (r Runner) Start(ctx context.Context, t conn.Target, s Spec) (Info, error) 
 	if s.Command == "" {
 		info.Command, info.Args = s.Argv[0], s.Argv[1:]
 	}
-	meta, err := json.Marshal(info)
+	meta, err := json.Marshal(shortened(info))
 	if err != nil {
 		return Info{}, fmt.Errorf("proc: %w", err)
 	}
@@ -70,6 +70,34 @@ func (r Runner) Start(ctx context.Context, t conn.Target, s Spec) (Info, error) 
 		return Info{}, fmt.Errorf("%w: %s", ErrMissingTools, rest)
 	}
 	return Info{}, fmt.Errorf("proc: unexpected answer from the sandbox: %.200q", out)
+}
+
+// maxMetaChars bounds the command and arguments kept for list_processes: the metadata is
+// one argument of the start script, and Linux refuses a single argument over 128 KiB.
+const maxMetaChars = 2000
+
+// shortened is what the sandbox keeps to describe a process.
+func shortened(in Info) Info {
+	cut := func(s string, n int) string {
+		if r := []rune(s); len(r) > n {
+			return string(r[:n]) + "..."
+		}
+		return s
+	}
+	in.Command = cut(in.Command, maxMetaChars)
+	left := maxMetaChars
+	var args []string
+	for _, a := range in.Args {
+		if left <= 0 {
+			args = append(args, "...")
+			break
+		}
+		a = cut(a, left)
+		left -= len(a)
+		args = append(args, a)
+	}
+	in.Args = args
+	return in
 }
 
 // ReadRequest asks for a process's output after what the caller has seen.
@@ -118,12 +146,15 @@ func (r Runner) Read(ctx context.Context, t conn.Target, q ReadRequest) (Output,
 	if q.Page {
 		tail = 0
 	}
-	quarters := int64(q.Wait / (250 * time.Millisecond))
+	if !ValidID(q.ID) {
+		return Output{}, ErrNoProcess
+	}
+	waitSeconds := int64(q.Wait / time.Second)
 	// Base64 of at most a head and a tail per stream, and the state line.
 	expect := int(4*(head+tail)/3*2) + 1024
 	out, err := r.scriptSized(ctx, t, controlTimeout+q.Wait, expect, readScript, q.ID,
 		strconv.FormatInt(max(q.SinceStdout, 0), 10), strconv.FormatInt(max(q.SinceStderr, 0), 10),
-		strconv.FormatInt(quarters, 10), strconv.FormatInt(head, 10), strconv.FormatInt(tail, 10))
+		strconv.FormatInt(waitSeconds, 10), strconv.FormatInt(head, 10), strconv.FormatInt(tail, 10))
 	if err != nil {
 		return Output{}, fmt.Errorf("reading the process's output: %w", err)
 	}
@@ -206,6 +237,9 @@ func (r Runner) Write(ctx context.Context, t conn.Target, id string, data []byte
 	if len(data) > MaxStdinBytes {
 		return fmt.Errorf("proc: %d bytes of input; at most %d per write", len(data), MaxStdinBytes)
 	}
+	if !ValidID(id) {
+		return ErrNoProcess
+	}
 	c := "0"
 	if closeIn {
 		c = "1"
@@ -222,6 +256,9 @@ var Signals = []string{"INT", "TERM", "KILL", "HUP"}
 
 // Signal sends sig (one of Signals) to the process's whole process group.
 func (r Runner) Signal(ctx context.Context, t conn.Target, id, sig string) error {
+	if !ValidID(id) {
+		return ErrNoProcess
+	}
 	if !slices.Contains(Signals, sig) {
 		return fmt.Errorf("proc: signal %q is not one of %s", sig, strings.Join(Signals, ", "))
 	}

@@ -132,14 +132,15 @@ func (r Runner) script(ctx context.Context, t conn.Target, timeout time.Duration
 func (r Runner) scriptSized(ctx context.Context, t conn.Target, timeout time.Duration, expect int, body string, args ...string) (string, error) {
 	// The root may hold ${...}: a wrapper expands it and hands it to the script as $0.
 	argv := append([]string{"/bin/sh", "-c", `r="` + r.root() + `"; s=$1; shift; exec /bin/sh -c "$s" "$r" "$@"`, "sh", body}, args...)
-	out, errb := conn.LimitedBuffer{Max: maxControlOutput}, conn.LimitedBuffer{Max: 64 << 10}
-	out.Grow(min(expect, maxControlOutput))
+	// A read's answer is as large as its windows: the cap follows the size asked for.
+	out, errb := conn.LimitedBuffer{Max: max(maxControlOutput, expect+64<<10)}, conn.LimitedBuffer{Max: 64 << 10}
+	out.Grow(expect)
 	res, err := r.Exec.Exec(ctx, t, conn.ExecRequest{Argv: argv, Timeout: timeout, Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return "", err
 	}
 	if out.Cut {
-		return "", fmt.Errorf("proc: the sandbox answered with more than %d bytes", maxControlOutput)
+		return "", fmt.Errorf("proc: the sandbox answered with more than %d bytes", out.Max)
 	}
 	if res.ExitCode != 0 {
 		msg := strings.TrimSpace(errb.String())

@@ -22,17 +22,20 @@ var ErrBadArchive = errors.New("the archive cannot be read")
 const packScript = prelude + `res "$1"; d=$R; tmp="$base/$2"
 [ -e "$d" ] || { echo NOTFOUND; exit 0; }
 [ -d "$d" ] || { echo NOTDIR; exit 0; }
-tar -czf "$tmp" --exclude="$2" -C "$d" . || { rm -f "$tmp"; exit 1; }
+# Exit 1 is "file changed as we read it" (a log being written): the archive is still whole.
+tar -czf "$tmp" --exclude="$2" -C "$d" .; [ $? -le 1 ] || { rm -f "$tmp"; exit 1; }
 echo "OK $(wc -c < "$tmp")"`
 
 // unpackScript: $1 temporary file name, $2 destination directory (created). Removes the
-// archive. Answers "OK <entries>", NOTDIR or BADARCHIVE <tar's message>.
+// archive. Answers "OK <entries>", NOTDIR or BADARCHIVE <tar's message> when tar cannot list
+// it; a failure while extracting (disk full, permissions) fails with tar's own message.
 const unpackScript = prelude + `a="$base/$1"; trap 'rm -f "$a"' EXIT
 res "$2"; d=$R
 [ -e "$d" ] && [ ! -d "$d" ] && { echo NOTDIR; exit 0; }
-n=$(tar -tf "$a" 2>/dev/null | wc -l)
+msg=$(tar -tf "$a" 2>&1 >/dev/null) || { echo "BADARCHIVE $(printf '%s' "$msg" | head -c 500 | tr '\n' ' ')"; exit 0; }
+n=$(tar -tf "$a" | wc -l)
 mkdir -p -- "$d" || exit 3
-msg=$(tar -xf "$a" -C "$d" --no-same-owner 2>&1) || { echo "BADARCHIVE $(printf '%s' "$msg" | head -c 500 | tr '\n' ' ')"; exit 0; }
+tar -xf "$a" -C "$d" --no-same-owner || exit 1
 echo "OK $n"`
 
 // TempName is a fresh name for an archive in transit.

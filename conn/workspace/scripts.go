@@ -8,7 +8,7 @@ package workspace
 // prelude defines res (resolve $1, following every link) and resp (resolve all but the last
 // component, for operations on a link itself); both set R or answer DENIED and exit.
 const prelude = `base=$(pwd -P)
-inside() { case "$1" in "$base"|"$base"/*) return 0;; esac; echo "DENIED"; exit 0; }
+inside() { [ "$base" = / ] && return 0; case "$1" in "$base"|"$base"/*) return 0;; esac; echo "DENIED"; exit 0; }
 res() { p=${1#/}; [ -n "$p" ] || p=.; R=$(realpath -m -- "$base/$p") || { echo DENIED; exit 0; }; inside "$R"; }
 resp() { p=${1#/}; p=${p%/}; [ -n "$p" ] || p=.; case "$p" in */*) d=${p%/*};; *) d=.;; esac; n=${p##*/}
   case "$n" in .|..) res "$1"; return;; esac
@@ -102,8 +102,11 @@ echo OK
 emit() { awk -v n="$4" -v m="$5" -v b="$base/" '{ if (index($0, b) == 1) $0 = substr($0, length(b) + 1)
   if (NR <= n) print substr($0, 1, m) } END { print "T " NR }'; }
 if [ -n "$2" ]; then
-  if [ -n "$3" ]; then grep -rnIH -E $i --exclude-dir=.git --include="$3" -e "$2" -- "$d" 2>/dev/null | emit "$@"
-  else grep -rnIH -E $i --exclude-dir=.git -e "$2" -- "$d" 2>/dev/null | emit "$@"; fi
+  case "$3" in
+  */*) find "$d" -name .git -prune -o -type f -path "*/$3" -exec grep -nIH -E $i -e "$2" -- {} + 2>/dev/null | emit "$@";;
+  ?*) grep -rnIH -E $i --exclude-dir=.git --include="$3" -e "$2" -- "$d" 2>/dev/null | emit "$@";;
+  *) grep -rnIH -E $i --exclude-dir=.git -e "$2" -- "$d" 2>/dev/null | emit "$@";;
+  esac
 else
   case "$3" in */*) m=-path; g="*/$3";; *) m=-name; g=${3:-*};; esac
   find "$d" -name .git -prune -o -type f $m "$g" -print 2>/dev/null | emit "$@"
@@ -128,6 +131,6 @@ const removeScript = prelude + `resp "$1"
 [ "$R" = "$base" ] && { echo DENIED; exit 0; }
 [ -e "$R" ] || [ -L "$R" ] || { echo NOTFOUND; exit 0; }
 if [ -d "$R" ] && [ ! -L "$R" ]; then
-  if [ "$2" = 1 ]; then rm -rf -- "$R"; else rmdir -- "$R" 2>/dev/null || { echo NOTEMPTY; exit 0; }; fi
-else rm -f -- "$R"; fi
+  if [ "$2" = 1 ]; then rm -rf -- "$R" || exit 1; else rmdir -- "$R" 2>/dev/null || { echo NOTEMPTY; exit 0; }; fi
+else rm -f -- "$R" || exit 1; fi
 echo OK`

@@ -5,6 +5,8 @@ package workspace
 
 import (
 	"bufio"
+	"encoding/base64"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,7 +47,7 @@ func (e *MatchError) Unwrap() error { return e.Err }
 // FS runs the operations through Exec.
 type FS struct {
 	Exec    Execer
-	Timeout time.Duration // per operation; 0 means 60 s
+	Timeout time.Duration // per operation; 0 means the context's deadline, or 60 s without one
 }
 
 // maxAnswer bounds what a script may print; each operation asks for far less.
@@ -55,21 +57,47 @@ func (f FS) run(ctx context.Context, t conn.Target, script string, args ...strin
 	timeout := f.Timeout
 	if timeout == 0 {
 		timeout = 60 * time.Second
+		// The caller's deadline is the operation's timeout: ending the script a moment
+		// before it reports a timeout (ErrTimeout) rather than a cancelled context.
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = max(time.Until(dl)-500*time.Millisecond, time.Second)
+		}
 	}
 	out, errb := conn.LimitedBuffer{Max: maxAnswer}, conn.LimitedBuffer{Max: 64 << 10}
-	res, err := f.Exec.Exec(ctx, t, conn.ExecRequest{Argv: append([]string{"/bin/sh", "-c", script, "sh"}, args...),
-		Timeout: timeout, Stdout: &out, Stderr: &errb})
+	argv := append([]string{"/bin/sh", "-c", encodedScript, "sh", script}, args...)
+	res, err := f.Exec.Exec(ctx, t, conn.ExecRequest{Argv: argv, Timeout: timeout, Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return "", err
 	}
-	if res.ExitCode != 0 || out.Cut {
+	answer, code, ok := decodeAnswer(out.String())
+	if res.ExitCode != 0 || out.Cut || !ok || code != 0 {
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
-			msg = fmt.Sprintf("exit code %d", res.ExitCode)
+			msg = fmt.Sprintf("exit code %d", max(res.ExitCode, code))
 		}
 		return "", fmt.Errorf("the sandbox's shell failed: %s", msg)
 	}
-	return out.String(), nil
+	return answer, nil
+}
+
+// encodedScript runs the script ($1) and sends its answer base64-encoded with its exit code
+// at the end: file content must arrive byte for byte, and the python runtime decodes output
+// as text (CRLF becomes LF, invalid UTF-8 fails the call).
+const encodedScript = `s=$1; shift; { /bin/sh -c "$s" sh "$@"; printf '\nEXIT %d\n' $?; } | base64 -w0`
+
+// decodeAnswer undoes encodedScript: the script's output and exit code.
+func decodeAnswer(out string) (string, int, bool) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(out))
+	if err != nil {
+		return "", 0, false
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	i := strings.LastIndex(s, "\nEXIT ")
+	if i < 0 {
+		return "", 0, false
+	}
+	code, err := strconv.Atoi(s[i+len("\nEXIT "):])
+	return s[:i], code, err == nil
 }
 
 // status splits an answer's first line into its word and the rest of the answer.
@@ -130,6 +158,7 @@ func (f FS) ReadLines(ctx context.Context, t conn.Target, path string, offset, l
 	var r Lines
 	sc := bufio.NewScanner(strings.NewReader(rest))
 	sc.Buffer(nil, maxAnswer)
+	sc.Split(lfLines) // a CR before the LF is part of the line, as edit_file must match it
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		switch {
@@ -243,7 +272,11 @@ func (f FS) MakeDir(ctx context.Context, t conn.Target, path string) error {
 
 // Move renames from to to, creating to's parents; an existing to is replaced only with overwrite.
 func (f FS) Move(ctx context.Context, t conn.Target, from, to string, overwrite bool) error {
-	return f.simple(ctx, t, from, moveScript, from, to, flag(overwrite))
+	err := f.simple(ctx, t, from, moveScript, from, to, flag(overwrite))
+	if errors.Is(err, ErrExists) {
+		return fmt.Errorf("%q: %w", to, ErrExists)
+	}
+	return err
 }
 
 // Remove deletes a file, link or empty directory; a directory with content only with recursive.
@@ -268,4 +301,15 @@ func flag(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// lfLines splits on "\n" alone; bufio.ScanLines would drop a "\r" before it.
+func lfLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }

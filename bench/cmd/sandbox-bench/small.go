@@ -18,11 +18,11 @@ const smallCommand = "echo hi"
 const pacedInterval = 50 * time.Millisecond
 
 // pyWrapped is how the server sends a shell command to the python runtime, as conn's Exec
-// does at the time of writing (markedCommand): /bin/sh -c with a token as $0, exported to what
+// does at the time of writing (markedCommand): /bin/sh -c with a token as $1, exported to what
 // the command starts (for killing their groups on timeout). It lets the bench show what that
 // costs next to the plain request apart from the server itself.
 func pyWrapped(cmd string) string {
-	return "/bin/sh -c " + shQuote(`export "$0"; `+cmd) + " K8S_SANDBOX_MCP_RUN=0123456789abcdef01234567"
+	return "/bin/sh -c " + shQuote(`export "$1"; shift; `+cmd) + " sh K8S_SANDBOX_MCP_RUN=0123456789abcdef01234567"
 }
 
 type execResult struct {
