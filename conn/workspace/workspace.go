@@ -5,9 +5,9 @@ package workspace
 
 import (
 	"bufio"
-	"encoding/base64"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
