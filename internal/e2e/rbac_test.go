@@ -112,8 +112,10 @@ func verbCases() []verbCase {
 		}},
 		{perm{sandboxGroup, "sandboxes", "get"}, func(t *testing.T, p probe, q perm) {
 			s := p.session(t)
+			// A fresh server's first call on a claim misses the cache and GETs the Sandbox. Later
+			// calls (get_sandbox_status) may be answered by the Sandbox watch the claim's lookup
+			// starts, which list and watch allow, so they are not asserted here.
 			p.forbidden(t, callError(t, s, "execute_command", p.args(exec)), q)
-			p.forbidden(t, callError(t, s, "get_sandbox_status", p.args(nil)), q)
 			p.createFails(t, s, q) // the created claim is deleted again
 		}},
 		{perm{claimsGroup, "sandboxwarmpools", "list"}, func(t *testing.T, p probe, q perm) {
