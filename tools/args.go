@@ -51,6 +51,12 @@ func newArgSchema(t mcp.Tool) (*argSchema, error) {
 	c.AssertFormat()
 	c.RegisterFormat(&jsonschema.Format{Name: formatNamespace, Validate: k8sRule(validation.IsDNS1123Label)})
 	c.RegisterFormat(&jsonschema.Format{Name: formatObjectName, Validate: k8sRule(validation.IsDNS1123Subdomain)})
+	c.RegisterFormat(&jsonschema.Format{Name: formatNamespaceOrAll, Validate: k8sRule(func(s string) []string {
+		if s == allNamespaces {
+			return nil
+		}
+		return validation.IsDNS1123Label(s)
+	})})
 	url := "mem:///tools/" + t.Name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("tool %s: input schema: %w", t.Name, err)

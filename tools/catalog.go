@@ -53,8 +53,7 @@ func catalogTool(d Deps) server.ServerTool {
 			"Call it when you do not know which warmpool to pass. namespace \"*\" lists every namespace this server "+
 			"may use (when its operator set them)."),
 		inputSchema(objectSchema(nil, map[string]prop{
-			"namespace": {"type": "string", "maxLength": 63, "pattern": `^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`,
-				"description": "Namespace to look in (default: the server's), or \"*\" for every namespace the server may use."},
+			"namespace": namespaceOrAllProp(),
 		})),
 		mcp.WithOutputSchema[CatalogResult](),
 		hints(true, false, true),
@@ -81,14 +80,14 @@ func catalogTool(d Deps) server.ServerTool {
 	}}
 }
 
-// catalogNamespaces resolves the namespace argument: "*" is the allowlist.
+// catalogNamespaces resolves a namespaceOrAllProp argument: allNamespaces is the allowlist.
 func (d Deps) catalogNamespaces(ns string) ([]string, error) {
-	if ns != "*" {
+	if ns != allNamespaces {
 		one, err := d.namespace(ns)
 		return []string{one}, err
 	}
 	if len(d.AllowedNamespaces) == 0 {
-		return nil, badInput("namespace \"*\" needs the operator's list of namespaces (K8S_SANDBOX_ALLOWED_NAMESPACES), and this server has none: pass a namespace")
+		return nil, badInput("namespace %q needs the operator's list of namespaces (K8S_SANDBOX_ALLOWED_NAMESPACES), and this server has none: pass a namespace", allNamespaces)
 	}
 	return d.AllowedNamespaces, nil
 }

@@ -10,15 +10,16 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
 )
 
 // Process tools: a handle is (sandbox, process_id) and everything about the process lives in
 // the sandbox (conn/proc), so any server process or replica serves any call.
 
-// maxWaitSeconds stays under the python runtime's own limit on one request (conn.PyRuntimeExecLimit),
-// which a long poll is.
-const maxWaitSeconds = 240
+// maxWaitSeconds stays a minute under the python runtime's own limit on one request
+// (conn.PyRuntimeExecLimit), which a long poll is: the margin covers the read after the wait.
+const maxWaitSeconds = int((conn.PyRuntimeExecLimit - time.Minute) / time.Second)
 
 func processIDProp() prop {
 	return prop{"type": "string", "minLength": 1, "maxLength": 63, "pattern": `^[a-z0-9][a-z0-9-]*$`,

@@ -67,7 +67,12 @@ var defaultReadyTimeout = int(kube.DefaultReadyTimeout.Seconds())
 const (
 	formatNamespace  = "kubernetes-namespace"   // a DNS-1123 label
 	formatObjectName = "kubernetes-object-name" // a DNS-1123 subdomain
+	// formatNamespaceOrAll is formatNamespace or allNamespaces.
+	formatNamespaceOrAll = "kubernetes-namespace-or-all"
 )
+
+// allNamespaces as a namespace argument means every namespace the operator allowed.
+const allNamespaces = "*"
 
 // noControl refuses C0 controls and DEL in paths: a NUL or CR/LF is never what the model
 // meant, and would otherwise reach the runtime.
@@ -82,6 +87,12 @@ func namespaceProp() prop {
 	return prop{"type": "string", "maxLength": validation.DNS1123LabelMaxLength, "format": formatNamespace,
 		"description": fmt.Sprintf("Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending "+
 			"with a letter or digit, at most %d characters. Defaults to the server's current namespace.", validation.DNS1123LabelMaxLength)}
+}
+
+// namespaceOrAllProp is a namespace argument of a tool that can also look across the allowlist.
+func namespaceOrAllProp() prop {
+	return prop{"type": "string", "maxLength": validation.DNS1123LabelMaxLength, "format": formatNamespaceOrAll,
+		"description": fmt.Sprintf("Namespace to look in (default: the server's), or %q for every namespace the server may use.", allNamespaces)}
 }
 
 func warmpoolProp() prop {

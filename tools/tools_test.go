@@ -35,6 +35,7 @@ func TestBadInput(t *testing.T) {
 		budgetRange     = "max_output_chars must be between 128 and 300000, got %d. Pass a value in that range, or leave max_output_chars out for the default (30000)."
 		entriesRange    = "max_entries must be between 1 and 10000, got %d. Pass a value in that range, or leave max_entries out for the default (1000)."
 		nsRule          = "Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters. Defaults to the server's current namespace."
+		nsOrAllRule     = "Namespace to look in (default: the server's), or \"*\" for every namespace the server may use."
 		poolRule        = "Name of the SandboxWarmPool to claim a sandbox from: a Kubernetes object name (lowercase letters, digits, '-' and '.')."
 		claimRule       = "Claim name returned by create_sandbox (sandbox_claim_name)."
 		pathRule        = "File path inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the working directory). No control characters."
@@ -74,6 +75,8 @@ func TestBadInput(t *testing.T) {
 		{"bad namespace", "file_exists", with(map[string]any{"namespace": "Bad_NS", "path": "a"}), `namespace "Bad_NS" is not valid. ` + nsRule},
 		{"upper-case namespace", "execute_command", with(map[string]any{"namespace": "Team-A", "command": "true"}), `namespace "Team-A" is not valid. ` + nsRule},
 		{"dotted namespace", "create_sandbox", map[string]any{"warmpool": "p", "namespace": "a.b"}, `namespace "a.b" is not valid. ` + nsRule},
+		{"catalog namespace", "list_sandbox_templates", map[string]any{"namespace": "*x"}, `namespace "*x" is not valid. ` + nsOrAllRule},
+		{"catalog namespace upper", "list_sandbox_templates", map[string]any{"namespace": "A"}, `namespace "A" is not valid. ` + nsOrAllRule},
 		{"long namespace", "create_sandbox", map[string]any{"warmpool": "p", "namespace": strings.Repeat("a", 64)}, `namespace "` + strings.Repeat("a", 64) + `" is not valid. ` + nsRule},
 		{"list max 0", "list_files", with(map[string]any{"path": ".", "max_entries": 0}), f(entriesRange, 0)},
 		{"list max 10001", "list_files", with(map[string]any{"path": ".", "max_entries": 10001}), f(entriesRange, 10001)},

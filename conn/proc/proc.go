@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
@@ -56,7 +55,8 @@ var (
 type Runner struct {
 	Exec Execer
 	// Root is the state directory in the sandbox; "" means DefaultRoot. It may use ${VAR}
-	// expansions, which the sandbox's shell resolves inside double quotes (CheckRoot).
+	// expansions, which the sandbox's shell resolves inside double quotes, so it must hold no
+	// quote, backquote, backslash or newline: it is set in code, never from input.
 	Root string
 	// MaxOutputBytes is kept per stream (rounded down to whole segments, at least
 	// MinMaxOutputBytes); 0 means DefaultMaxOutputBytes.
@@ -98,14 +98,6 @@ func newID() (string, error) {
 	return "p" + hex.EncodeToString(b[:]), nil
 }
 
-// CheckRoot refuses a root that would not survive double quotes in the sandbox's shell.
-func CheckRoot(root string) error {
-	if root == "" || strings.ContainsAny(root, "\"`\\\n") {
-		return fmt.Errorf("process state directory %q must be non-empty and contain no quote, backquote, backslash or newline", root)
-	}
-	return nil
-}
-
 func (r Runner) root() string {
 	if r.Root == "" {
 		return DefaultRoot
@@ -133,21 +125,15 @@ func (r Runner) scriptSized(ctx context.Context, t conn.Target, timeout time.Dur
 	// The root may hold ${...}: a wrapper expands it and hands it to the script as $0.
 	argv := append([]string{"/bin/sh", "-c", `r="` + r.root() + `"; s=$1; shift; exec /bin/sh -c "$s" "$r" "$@"`, "sh", body}, args...)
 	// A read's answer is as large as its windows: the cap follows the size asked for.
-	out, errb := conn.LimitedBuffer{Max: max(maxControlOutput, expect+64<<10)}, conn.LimitedBuffer{Max: 64 << 10}
-	out.Grow(expect)
-	res, err := r.Exec.Exec(ctx, t, conn.ExecRequest{Argv: argv, Timeout: timeout, Stdout: &out, Stderr: &errb})
-	if err != nil {
+	limit := max(maxControlOutput, expect+64<<10)
+	o, err := conn.RunScript(ctx, r.Exec.Exec, t, conn.Script{Argv: argv, Timeout: timeout, MaxStdout: limit, Expect: expect})
+	switch {
+	case err != nil:
 		return "", err
+	case o.Cut:
+		return "", fmt.Errorf("proc: the sandbox answered with more than %d bytes", limit)
+	case o.ExitCode != 0:
+		return "", fmt.Errorf("proc: %w", o.Failure(o.ExitCode))
 	}
-	if out.Cut {
-		return "", fmt.Errorf("proc: the sandbox answered with more than %d bytes", out.Max)
-	}
-	if res.ExitCode != 0 {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = "no error output"
-		}
-		return "", fmt.Errorf("proc: the sandbox's shell failed (exit code %d): %s", res.ExitCode, msg)
-	}
-	return out.String(), nil
+	return o.Stdout, nil
 }

@@ -63,19 +63,14 @@ func (f FS) run(ctx context.Context, t conn.Target, script string, args ...strin
 			timeout = max(time.Until(dl)-500*time.Millisecond, time.Second)
 		}
 	}
-	out, errb := conn.LimitedBuffer{Max: maxAnswer}, conn.LimitedBuffer{Max: 64 << 10}
 	argv := append([]string{"/bin/sh", "-c", encodedScript, "sh", script}, args...)
-	res, err := f.Exec.Exec(ctx, t, conn.ExecRequest{Argv: argv, Timeout: timeout, Stdout: &out, Stderr: &errb})
+	o, err := conn.RunScript(ctx, f.Exec.Exec, t, conn.Script{Argv: argv, Timeout: timeout, MaxStdout: maxAnswer})
 	if err != nil {
 		return "", err
 	}
-	answer, code, ok := decodeAnswer(out.String())
-	if res.ExitCode != 0 || out.Cut || !ok || code != 0 {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = fmt.Sprintf("exit code %d", max(res.ExitCode, code))
-		}
-		return "", fmt.Errorf("the sandbox's shell failed: %s", msg)
+	answer, code, ok := decodeAnswer(o.Stdout)
+	if o.ExitCode != 0 || o.Cut || !ok || code != 0 {
+		return "", o.Failure(max(o.ExitCode, code))
 	}
 	return answer, nil
 }
