@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,33 +28,39 @@ const (
 // Get returns the owner's claim, with Sandbox details when the Sandbox exists. It answers from
 // the watch cache when it can (every exec and file call comes here first).
 func (c *Client) Get(ctx context.Context, namespace, name, owner string) (Claim, error) {
-	obj, sb, miss := c.fromCache(namespace, name, owner)
-	if obj != nil {
-		claim := claimFromObject(obj)
-		claim.Ready = false
-		fillFromSandbox(&claim, sb)
-		return claim, nil
-	}
-	obj, err := c.ownedClaimAfter(ctx, miss, namespace, name, owner)
+	obj, sb, err := c.claimAndSandbox(ctx, namespace, name, owner)
 	if err != nil {
 		return Claim{}, err
 	}
-	c.watchNamespace(namespace) // a claim of ours is here: the next calls can read the cache
 	claim := claimFromObject(obj)
 	claim.Ready = false // only the Sandbox's own condition counts here
-	if claim.SandboxName == "" {
-		return claim, nil
-	}
-	sb, err = c.getSandbox(ctx, namespace, claim.SandboxName)
-	if err != nil {
-		return Claim{}, err
-	}
-	if sb == nil {
+	if sb == nil && claim.SandboxName != "" {
 		claim.PodIPs = nil // the claim's mirror may be stale once the Sandbox is gone
-		return claim, nil
 	}
 	fillFromSandbox(&claim, sb)
 	return claim, nil
+}
+
+// claimAndSandbox returns the owner's claim and its Sandbox (nil when it has none or it is
+// gone), from the watch cache when it can.
+func (c *Client) claimAndSandbox(ctx context.Context, namespace, name, owner string) (*extv1beta1.SandboxClaim, *sandboxv1beta1.Sandbox, error) {
+	obj, sb, miss := c.fromCache(namespace, name, owner)
+	if obj != nil {
+		return obj, sb, nil
+	}
+	obj, err := c.ownedClaimAfter(ctx, miss, namespace, name, owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.watchNamespace(namespace) // a claim of ours is here: the next calls can read the cache
+	if obj.Status.SandboxStatus.Name == "" {
+		return obj, nil, nil
+	}
+	sb, err = c.getSandbox(ctx, namespace, obj.Status.SandboxStatus.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return obj, sb, nil
 }
 
 // List returns the owner's claims in namespace, sorted by name. Sandbox details come from the
@@ -202,7 +209,15 @@ func claimFromObject(obj *extv1beta1.SandboxClaim) Claim {
 		PodIPs:      slices.Clone(obj.Status.SandboxStatus.PodIPs),
 		Ready:       meta.IsStatusConditionTrue(obj.Status.Conditions, conditionReady),
 		Created:     obj.CreationTimestamp.Time,
+		ShutdownAt:  shutdownTime(obj),
 	}
+}
+
+func shutdownTime(obj *extv1beta1.SandboxClaim) time.Time {
+	if obj.Spec.Lifecycle == nil || obj.Spec.Lifecycle.ShutdownTime == nil {
+		return time.Time{}
+	}
+	return obj.Spec.Lifecycle.ShutdownTime.Time
 }
 
 // fillFromSandbox prefers the Sandbox's own view; the claim's podIPs mirror stays as fallback.

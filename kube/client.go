@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	metricsclientset "k8s.io/metrics/pkg/client/clientset/versioned"
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 	sandboxclientset "sigs.k8s.io/agent-sandbox/clients/k8s/clientset/versioned"
 	extclientset "sigs.k8s.io/agent-sandbox/clients/k8s/extensions/clientset/versioned"
@@ -35,6 +36,7 @@ type Client struct {
 	ext      extclientset.Interface
 	core     sandboxclientset.Interface
 	dyn      dynamic.Interface
+	metrics  metricsclientset.Interface // nil: Usage reports ErrNoMetrics
 	ownerKey string
 	cache    *watchCache // nil: every read goes to the API
 
@@ -80,6 +82,9 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 		return nil, fmt.Errorf("building dynamic client: %w", err)
 	}
 	c := NewFromClients(ext, core, dyn, ownerLabelKey)
+	if c.metrics, err = metricsclientset.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, fmt.Errorf("building metrics client: %w", err)
+	}
 	if o.maxWatched > 0 {
 		c.cache = newWatchCache(ext, core, ownerLabelKey, o)
 	}

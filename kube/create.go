@@ -141,6 +141,9 @@ func (c *Client) buildClaim(req CreateRequest, name string) *extv1beta1.SandboxC
 			Annotations: maps.Clone(req.PodAnnotations),
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
+		claim.Spec.Env = append(claim.Spec.Env, extv1beta1.EnvVar{Name: k, Value: req.Env[k]})
+	}
 	return claim
 }
 
@@ -170,6 +173,11 @@ func (c *Client) validate(req CreateRequest) error {
 	for _, k := range slices.Sorted(maps.Keys(req.PodAnnotations)) {
 		if !ValidLabelKey(k) {
 			errs = append(errs, fmt.Errorf("pod annotation key %q is not a valid qualified name", k))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
+		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("env name %q: %s", k, msgs[0]))
 		}
 	}
 	if req.ShutdownAfter != nil && *req.ShutdownAfter < time.Second {

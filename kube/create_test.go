@@ -50,6 +50,13 @@ func TestCreateBuildsClaim(t *testing.T) {
 			},
 		},
 		{
+			name: "env sorted by name",
+			req:  CreateRequest{Env: map[string]string{"ZED": "1", "ALPHA": "a b"}},
+			want: func(c *extv1beta1.SandboxClaim) {
+				c.Spec.Env = []extv1beta1.EnvVar{{Name: "ALPHA", Value: "a b"}, {Name: "ZED", Value: "1"}}
+			},
+		},
+		{
 			name: "pod annotations only",
 			req:  CreateRequest{PodLabels: map[string]string{}, PodAnnotations: map[string]string{"example.com/a": "b"}},
 			want: func(c *extv1beta1.SandboxClaim) {

@@ -52,7 +52,11 @@ type CreateRequest struct {
 	ShutdownAfter  *time.Duration // nil: no lifecycle; else shutdownTime = now+d, policy Delete
 	PodLabels      map[string]string
 	PodAnnotations map[string]string
-	ReadyTimeout   time.Duration // <= 0: DefaultReadyTimeout
+	// Env goes on the claim (spec.env, for the template's first container). The controller
+	// then starts a sandbox of its own instead of taking a warm one, and refuses it unless the
+	// template's envVarsInjectionPolicy allows it (EnvVarsInjectionRejected).
+	Env          map[string]string
+	ReadyTimeout time.Duration // <= 0: DefaultReadyTimeout
 	// Progress, when set, is called with short human messages while waiting.
 	Progress func(message string)
 	// Posted, when set, is called once the claim exists in the API (before the wait for
@@ -70,6 +74,7 @@ type Claim struct {
 	ServiceFQDN string   // Sandbox status.serviceFQDN
 	Ready       bool     // Create/Get: Sandbox Ready condition; List: claim Ready condition
 	Created     time.Time
+	ShutdownAt  time.Time // the claim's lifecycle.shutdownTime; zero: none
 }
 
 // Status is the readiness of a claim's Sandbox, as get_sandbox_status reports it.

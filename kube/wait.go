@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,13 @@ var terminalReadyReasons = map[string]bool{
 	"VolumeClaimTemplatesError": true,
 	"ClaimExpired":              true,
 	"SandboxExpired":            true,
+}
+
+// refusedByTemplatePolicy: a claim env variable that the template already sets, under the
+// Allowed policy, is refused with a plain error (agent-sandbox v0.5.6 injectEnvs), which the
+// controller reports as ReconcilerError and retries forever. Nothing but a new claim changes it.
+func refusedByTemplatePolicy(c metav1.Condition) bool {
+	return c.Reason == "ReconcilerError" && strings.Contains(c.Message, "is not allowed by the template policy")
 }
 
 // claimWaiter follows one claim by watch until it is Ready and bound, fails, or time runs out.
@@ -177,7 +185,8 @@ func (w *claimWaiter) resync(ctx context.Context) (done *extv1beta1.SandboxClaim
 func (w *claimWaiter) observe(claim *extv1beta1.SandboxClaim) (bool, error) {
 	for _, cond := range claim.Status.Conditions {
 		terminal := cond.Reason == reasonWarmPoolNotFound ||
-			(cond.Type == conditionReady && cond.Status == metav1.ConditionFalse && terminalReadyReasons[cond.Reason])
+			(cond.Type == conditionReady && cond.Status == metav1.ConditionFalse &&
+				(terminalReadyReasons[cond.Reason] || refusedByTemplatePolicy(cond)))
 		if terminal {
 			return false, &ClaimFailure{Claim: w.name, Reason: cond.Reason, Message: cond.Message}
 		}

@@ -51,6 +51,8 @@ func TestCreateFailsFastOnTerminalReasons(t *testing.T) {
 		{"EnvVarsInjectionRejected", cond("Ready", metav1.ConditionFalse, "EnvVarsInjectionRejected", "env not allowed")},
 		{"VolumeClaimTemplatesError", cond("Ready", metav1.ConditionFalse, "VolumeClaimTemplatesError", "bad pvc")},
 		{"ClaimExpired", cond("Ready", metav1.ConditionFalse, "ClaimExpired", "claim expired")},
+		{"ReconcilerError", cond("Ready", metav1.ConditionFalse, "ReconcilerError",
+			`Error seen: environment variable override is not allowed by the template policy for variable "PATH"`)},
 		{"SandboxExpired", cond("Ready", metav1.ConditionFalse, "SandboxExpired", "sandbox expired")},
 	}
 	for _, tt := range tests {

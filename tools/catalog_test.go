@@ -32,3 +32,24 @@ func TestCatalogAndPoolHint(t *testing.T) {
 		t.Errorf("warm pool not found: %s", text(res))
 	}
 }
+
+func TestCreateEnv(t *testing.T) {
+	h := newHarness(t)
+	res := h.call(t, "create_sandbox", map[string]any{"warmpool": "p", "env": map[string]any{"PYTHONPATH": "/workspace"}})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	if got := h.claims.created[0].Env; len(got) != 1 || got["PYTHONPATH"] != "/workspace" {
+		t.Errorf("env passed to the claim: %v", got)
+	}
+	for _, f := range []*kube.ClaimFailure{
+		{Claim: "c", Reason: "EnvVarsInjectionRejected", Message: "environment variable injection rejected: environment variable injection is not allowed by the template policy"},
+		{Claim: "c", Reason: "ReconcilerError", Message: `Error seen: environment variable override is not allowed by the template policy for variable "HOME"`},
+	} {
+		h.claims.err = f
+		res = h.call(t, "create_sandbox", map[string]any{"warmpool": "p", "env": map[string]any{"HOME": "/x"}})
+		if !res.IsError || !strings.Contains(text(res), "Leave env out and pass env to execute_command or start_process instead") {
+			t.Errorf("%s: %s", f.Reason, text(res))
+		}
+	}
+}

@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,6 +22,7 @@ type createArgs struct {
 	ShutdownAfterSeconds json.RawMessage   `json:"shutdown_after_seconds"`
 	PodLabels            map[string]string `json:"pod_labels"`
 	PodAnnotations       map[string]string `json:"pod_annotations"`
+	Env                  map[string]string `json:"env"`
 }
 
 // CreateResult is create_sandbox's answer.
@@ -44,6 +47,10 @@ func createTool(d Deps) server.ServerTool {
 			"shutdown_after_seconds": d.shutdownProp(),
 			"pod_labels":             stringMapProp("Extra labels for the sandbox Pod; keys need an allowed domain prefix (by default sandbox.users.io/)."),
 			"pod_annotations":        stringMapProp("Extra annotations for the sandbox Pod."),
+			"env": withDescription(envProp(), "Environment variables of the sandbox itself (its first container), e.g. "+
+				"{\"PYTHONPATH\": \"/workspace\"}. Only where the pool's template allows it (list_sandbox_templates: "+
+				"env_overrides Allowed or Overrides), and the sandbox then starts fresh instead of coming ready-made from the "+
+				"pool, which takes longer. For one command, pass env to execute_command or start_process instead."),
 		})),
 		mcp.WithOutputSchema[CreateResult](),
 		hints(false, false, false),
@@ -58,7 +65,7 @@ func createTool(d Deps) server.ServerTool {
 		if err != nil {
 			ref.Namespace, _ = d.namespace(a.Namespace)
 			r := failure("create the sandbox", ref, err)
-			if hint := d.poolHint(ctx, ref.Namespace, err); hint != "" {
+			if hint := d.poolHint(ctx, ref.Namespace, err) + envHint(err); hint != "" {
 				r = mcp.NewToolResultError(advice("create the sandbox", ref, err) + hint)
 			}
 			return r, nil
@@ -70,6 +77,9 @@ func createTool(d Deps) server.ServerTool {
 func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs) (CreateResult, error) {
 	ns, err := d.namespace(a.Namespace)
 	if err != nil {
+		return CreateResult{}, err
+	}
+	if err := checkEnv(a.Env); err != nil {
 		return CreateResult{}, err
 	}
 	ready := seconds(a.SandboxReadyTimeout, defaultReadyTimeout)
@@ -99,7 +109,7 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	start := time.Now()
 	c, err := d.Claims.Create(ctx, kube.CreateRequest{
 		Namespace: ns, WarmPool: a.Warmpool, Labels: a.Labels, Owner: owner, Principal: principal, ShutdownAfter: shutdown,
-		PodLabels: a.PodLabels, PodAnnotations: a.PodAnnotations, ReadyTimeout: ready, Progress: p.send, Posted: release,
+		PodLabels: a.PodLabels, PodAnnotations: a.PodAnnotations, Env: a.Env, ReadyTimeout: ready, Progress: p.send, Posted: release,
 	})
 	if terr := tracked(c.Name); terr != nil {
 		return CreateResult{}, terr
@@ -150,4 +160,15 @@ func (d Deps) shutdownAfter(raw json.RawMessage) (*time.Duration, error) {
 	}
 	dur := time.Duration(secs) * time.Second
 	return &dur, nil
+}
+
+// envHint tells the model what to do when the template refused the claim's env.
+func envHint(err error) string {
+	var f *kube.ClaimFailure
+	if !errors.As(err, &f) || (f.Reason != "EnvVarsInjectionRejected" && !strings.Contains(f.Message, "not allowed by the template policy")) {
+		return ""
+	}
+	return " This warm pool's template does not let a claim set those variables (list_sandbox_templates shows each pool's " +
+		"env_overrides: Allowed adds new names, Overrides may also replace the template's). Leave env out and pass env to " +
+		"execute_command or start_process instead, or use a pool that allows it."
 }

@@ -20,6 +20,7 @@ type Claims interface {
 	Status(ctx context.Context, namespace, name, owner string) (kube.Status, error)
 	CountPrincipal(ctx context.Context, namespace, principal string) (int, error)
 	Catalog(ctx context.Context, namespace string) ([]kube.Pool, []kube.Template, error)
+	Usage(ctx context.Context, namespace, name, owner string) (kube.Usage, error)
 }
 
 // OwnerFunc names the caller that owns sandboxes: a valid Kubernetes label value.

@@ -52,7 +52,7 @@ func advice(op string, ref claimRef, err error) string {
 		// that is the news, and whether retrying helps.
 		return fmt.Sprintf("Could not %s: %s. %s.", op, api.Error(), api.Advice())
 	case errors.Is(err, kube.ErrClaimFailed):
-		return fmt.Sprintf("Could not %s: %v. The claim was deleted; fix the arguments (warm pool name, pod labels and annotations) and retry.", op, err)
+		return fmt.Sprintf("Could not %s: %v. The claim was deleted; fix the arguments (warm pool name, pod labels and annotations, env) and retry.", op, err)
 	case errors.Is(err, kube.ErrTimeout):
 		return fmt.Sprintf("Could not %s: %v. The claim was deleted; retry with a larger sandbox_ready_timeout, or check that the warm pool has ready sandboxes.", op, err)
 	case errors.As(err, &status) && apierrors.IsForbidden(err):

@@ -28,6 +28,7 @@ type fakeClaims struct {
 	// principals holds each claim's principal label.
 	principals map[string]string
 	pools      map[string][]kube.Pool // Catalog's warm pools per namespace
+	usage      map[string]kube.Usage  // Usage's figures per namespace/name (Claim is filled in)
 }
 
 func newFakeClaims() *fakeClaims {
@@ -92,6 +93,21 @@ func (f *fakeClaims) Catalog(_ context.Context, ns string) ([]kube.Pool, []kube.
 	return f.pools[ns], nil, nil
 }
 
+func (f *fakeClaims) Usage(ctx context.Context, ns, name, owner string) (kube.Usage, error) {
+	c, err := f.Get(ctx, ns, name, owner)
+	if err != nil {
+		return kube.Usage{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u, ok := f.usage[ns+"/"+name]
+	if !ok {
+		u = kube.Usage{MetricsErr: fmt.Errorf("%w: metrics.k8s.io is not served by this cluster (no metrics-server)", kube.ErrNoMetrics)}
+	}
+	u.Claim = c
+	return u, nil
+}
+
 func (f *fakeClaims) CountPrincipal(_ context.Context, ns, principal string) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -128,6 +144,7 @@ func (f *fakeClaims) Status(ctx context.Context, ns, name, owner string) (kube.S
 
 // fakeConn answers from fixed data and records what it was asked.
 type fakeConn struct {
+	mu             sync.Mutex // get_sandbox_metrics execs in parallel
 	stdout, stderr string
 	exitCode       int
 	execErr        error
@@ -140,6 +157,8 @@ type fakeConn struct {
 }
 
 func (f *fakeConn) Exec(_ context.Context, t conn.Target, req conn.ExecRequest) (conn.ExecResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls++
 	f.lastTarget, f.lastExec = t, req
 	_, _ = io.WriteString(req.Stdout, f.stdout)

@@ -57,7 +57,7 @@ func TestEveryTool(t *testing.T) {
 	}
 	readOnly := map[string]bool{"file_exists": true, "list_files": true, "download_file": true, "get_sandbox_status": true,
 		"read_process_output": true, "list_processes": true, "read_file": true, "search_files": true, "list_sandbox_templates": true,
-		"download_archive": true}
+		"download_archive": true, "get_sandbox_metrics": true}
 	destructive := map[string]bool{"delete_sandbox": true, "execute_command": true, "upload_file": true, "run_code": true,
 		"start_process": true, "signal_process": true, "edit_file": true, "move_path": true, "remove_path": true,
 		"upload_archive": true}

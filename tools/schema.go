@@ -83,6 +83,21 @@ func claimProp() prop {
 		"description": "Claim name returned by create_sandbox (sandbox_claim_name)."}
 }
 
+// withDescription is p with another description.
+func withDescription(p prop, description string) prop {
+	q := prop{}
+	for k, v := range p {
+		q[k] = v
+	}
+	q["description"] = description
+	return q
+}
+
+// optionalClaimProp is claimProp where leaving it out means every sandbox of the caller.
+func optionalClaimProp() prop {
+	return withDescription(claimProp(), "Claim name returned by create_sandbox (sandbox_claim_name); leave it out for all your sandboxes in namespace.")
+}
+
 func namespaceProp() prop {
 	return prop{"type": "string", "maxLength": validation.DNS1123LabelMaxLength, "format": formatNamespace,
 		"description": fmt.Sprintf("Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending "+

@@ -75,6 +75,8 @@ func TestBadInput(t *testing.T) {
 		{"bad namespace", "file_exists", with(map[string]any{"namespace": "Bad_NS", "path": "a"}), `namespace "Bad_NS" is not valid. ` + nsRule},
 		{"upper-case namespace", "execute_command", with(map[string]any{"namespace": "Team-A", "command": "true"}), `namespace "Team-A" is not valid. ` + nsRule},
 		{"dotted namespace", "create_sandbox", map[string]any{"warmpool": "p", "namespace": "a.b"}, `namespace "a.b" is not valid. ` + nsRule},
+		{"create env name", "create_sandbox", map[string]any{"warmpool": "p", "env": map[string]any{"A-B": "v"}},
+			`env name "A-B" is not valid: use letters, digits and '_', not starting with a digit`},
 		{"catalog namespace", "list_sandbox_templates", map[string]any{"namespace": "*x"}, `namespace "*x" is not valid. ` + nsOrAllRule},
 		{"catalog namespace upper", "list_sandbox_templates", map[string]any{"namespace": "A"}, `namespace "A" is not valid. ` + nsOrAllRule},
 		{"long namespace", "create_sandbox", map[string]any{"warmpool": "p", "namespace": strings.Repeat("a", 64)}, `namespace "` + strings.Repeat("a", 64) + `" is not valid. ` + nsRule},

@@ -43,17 +43,19 @@ var (
 	claimsGroup  = "extensions.agents.x-k8s.io"
 	sandboxGroup = "agents.x-k8s.io"
 	gatewayGroup = "gateway.networking.k8s.io"
+	metricsGroup = "metrics.k8s.io"
 	gatewayGVR   = schema.GroupVersionResource{Group: gatewayGroup, Version: "v1", Resource: "gateways"}
 )
 
 // specPerms are the spec's RBAC sentence, plus what gateway mode reads and what
-// list_sandbox_templates lists.
+// list_sandbox_templates lists and get_sandbox_metrics reads.
 var specPerms = []perm{
 	{claimsGroup, "sandboxclaims", "create"}, {claimsGroup, "sandboxclaims", "get"}, {claimsGroup, "sandboxclaims", "list"},
 	{claimsGroup, "sandboxclaims", "watch"}, {claimsGroup, "sandboxclaims", "delete"},
 	{sandboxGroup, "sandboxes", "get"}, {sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"},
 	{gatewayGroup, "gateways", "get"}, {gatewayGroup, "gateways", "list"}, {gatewayGroup, "gateways", "watch"},
 	{claimsGroup, "sandboxwarmpools", "list"}, {claimsGroup, "sandboxtemplates", "list"},
+	{metricsGroup, "pods", "get"},
 }
 
 // optionalPerms are granted because the spec lists them; the server works without them:

@@ -124,6 +124,13 @@ func verbCases() []verbCase {
 		{perm{claimsGroup, "sandboxtemplates", "list"}, func(t *testing.T, p probe, q perm) {
 			p.forbidden(t, callError(t, p.session(t), "list_sandbox_templates", map[string]any{"namespace": p.ns}), q)
 		}},
+		{perm{metricsGroup, "pods", "get"}, func(t *testing.T, p probe, q perm) {
+			// Not a failure: the figures come from inside the sandbox, and the note says why.
+			got := call[metricsResult](t, p.session(t, gatewayEnv(p.ns, "rbac-gateway")...), "get_sandbox_metrics", p.args(nil)) // the shared claim runs the python runtime
+			if len(got.Sandboxes) != 1 || got.Sandboxes[0].Source != "sandbox cgroup" || !strings.Contains(got.Sandboxes[0].Note, "(RBAC)") {
+				t.Errorf("get_sandbox_metrics without %s: %+v", q, got)
+			}
+		}},
 		{perm{gatewayGroup, "gateways", "get"}, func(t *testing.T, p probe, q perm) {
 			p.forbidden(t, callError(t, p.session(t, gatewayEnv(p.ns, "rbac-gateway")...), "execute_command", p.args(exec)), q)
 		}},

@@ -88,6 +88,9 @@ func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
 	if created.SandboxName == "" || created.SandboxName == created.SandboxClaimName {
 		t.Errorf("warm-pool sandbox name %q should differ from the claim name %q", created.SandboxName, created.SandboxClaimName)
 	}
+	if m := call[metricsResult](t, s, "get_sandbox_metrics", claim); len(m.Sandboxes) != 1 || !m.Sandboxes[0].complete() {
+		t.Errorf("get_sandbox_metrics of a ready sandbox lacks figures: %+v", m)
+	}
 	with := func(extra map[string]any) map[string]any {
 		m := map[string]any{}
 		for k, v := range claim {
