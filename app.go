@@ -18,6 +18,7 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/config"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/owner"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/ports"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/serve"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/tools"
@@ -35,7 +36,9 @@ type app struct {
 	owners  *owner.Owners
 	janitor *cleanup.Janitor
 	deps    tools.Deps
-	checked chan struct{} // closed when the API check at start has finished
+	ports   *ports.Registry
+	stop    context.CancelFunc // ends the ports registry's sweep and listeners
+	checked chan struct{}      // closed when the API check at start has finished
 }
 
 // newApp reads every setting and builds the clients. Its errors are the operator's to fix.
@@ -84,6 +87,14 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		MaxDownloadBytes: a.cfg.Connection.MaxDownloadBytes, AllowedNamespaces: a.cfg.AllowedNamespaces,
 		MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
 		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor, ProcessOutputBytes: a.cfg.ProcessOutputBytes,
+		Custom: a.cfg.Custom,
+	}
+	if porter, ok := a.conn.(conn.Porter); ok {
+		a.ports = ports.New(a.claims, porter, a.log)
+		a.deps.Ports = a.ports
+		var pctx context.Context
+		pctx, a.stop = context.WithCancel(context.WithoutCancel(ctx))
+		go a.ports.Run(pctx)
 	}
 	return a, nil
 }
@@ -138,6 +149,9 @@ func (a *app) httpLayer(ctx context.Context) error {
 }
 
 func (a *app) close() {
+	if a.stop != nil {
+		a.stop()
+	}
 	if a.checked != nil {
 		<-a.checked // bounded by startCheckTimeout
 	}
@@ -175,7 +189,11 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		server.WithToolHandlerMiddleware(serve.LimitConcurrency(a.httpSet.MaxConcurrentCalls, serve.CallerKey)))
 	health := &serve.Health{Prober: a.claims, Namespace: a.cfg.ProbeNamespace, Log: a.log}
 	health.MarkReady()
-	return serve.HTTP(ctx, s, serve.HTTPOptions{
+	o := serve.HTTPOptions{
 		Addr: a.f.httpAddr, Health: health, Log: a.log, Settings: a.httpSet, Auth: a.authn, Sessions: sessions,
-	})
+	}
+	if a.ports != nil {
+		o.Ports = &serve.PortsRoute{Prefix: ports.PathPrefix, Handler: a.ports.Handler(), SetBase: a.ports.SetBase}
+	}
+	return serve.HTTP(ctx, s, o)
 }

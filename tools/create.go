@@ -23,6 +23,9 @@ type createArgs struct {
 	PodLabels            map[string]string `json:"pod_labels"`
 	PodAnnotations       map[string]string `json:"pod_annotations"`
 	Env                  map[string]string `json:"env"`
+	Image                string            `json:"image"`
+	Cpus                 *float64          `json:"cpus"`
+	Memory               *int64            `json:"memory"`
 }
 
 // CreateResult is create_sandbox's answer.
@@ -31,6 +34,7 @@ type CreateResult struct {
 	Namespace        string `json:"namespace"`
 	SandboxName      string `json:"sandbox_name" jsonschema:"the Sandbox bound to the claim (differs from the claim name with warm pools)"`
 	ShutdownTime     string `json:"shutdown_time,omitempty" jsonschema:"RFC 3339 time at which the sandbox is deleted automatically"`
+	CustomPool       string `json:"custom_pool,omitempty" jsonschema:"with image, cpus or memory: the warm pool the server derived from warmpool for them"`
 }
 
 func createTool(d Deps) server.ServerTool {
@@ -51,6 +55,9 @@ func createTool(d Deps) server.ServerTool {
 				"{\"PYTHONPATH\": \"/workspace\"}. Only where the pool's template allows it (list_sandbox_templates: "+
 				"env_overrides Allowed or Overrides), and the sandbox then starts fresh instead of coming ready-made from the "+
 				"pool, which takes longer. For one command, pass env to execute_command or start_process instead."),
+			"image":  d.imageProp(),
+			"cpus":   d.cpusProp(),
+			"memory": d.memoryProp(),
 		})),
 		mcp.WithOutputSchema[CreateResult](),
 		hints(false, false, false),
@@ -107,8 +114,12 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	p := newProgress(ctx, req)
 	defer p.finish()
 	start := time.Now()
+	pool, custom, err := d.customPool(ctx, ns, a)
+	if err != nil {
+		return CreateResult{}, err
+	}
 	c, err := d.Claims.Create(ctx, kube.CreateRequest{
-		Namespace: ns, WarmPool: a.Warmpool, Labels: a.Labels, Owner: owner, Principal: principal, ShutdownAfter: shutdown,
+		Namespace: ns, WarmPool: pool, Labels: a.Labels, Owner: owner, Principal: principal, ShutdownAfter: shutdown,
 		PodLabels: a.PodLabels, PodAnnotations: a.PodAnnotations, Env: a.Env, ReadyTimeout: ready, Progress: p.send, Posted: release,
 	})
 	if terr := tracked(c.Name); terr != nil {
@@ -118,6 +129,9 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 		return CreateResult{}, err
 	}
 	res := CreateResult{SandboxClaimName: c.Name, Namespace: c.Namespace, SandboxName: c.SandboxName}
+	if custom {
+		res.CustomPool = pool
+	}
 	if shutdown != nil {
 		res.ShutdownTime = start.Add(*shutdown).UTC().Format(time.RFC3339)
 	}

@@ -21,6 +21,8 @@ type Claims interface {
 	CountPrincipal(ctx context.Context, namespace, principal string) (int, error)
 	Catalog(ctx context.Context, namespace string) ([]kube.Pool, []kube.Template, error)
 	Usage(ctx context.Context, namespace, name, owner string) (kube.Usage, error)
+	EnsureCustomPool(ctx context.Context, namespace string, spec kube.CustomSpec) (string, error)
+	CollectCustomPools(ctx context.Context, namespace string, unused time.Duration) ([]string, error)
 }
 
 // OwnerFunc names the caller that owns sandboxes: a valid Kubernetes label value.
@@ -47,6 +49,8 @@ type Deps struct {
 	// ProcessOutputBytes is kept per stream of a start_process process; 0 means
 	// proc.DefaultMaxOutputBytes.
 	ProcessOutputBytes int64
+	// Custom allows create_sandbox's image, cpus and memory; the zero value allows none.
+	Custom kube.CustomPolicy
 	// MaxDownloadBytes bounds download_file; 0 means conn.DefaultMaxDownloadBytes.
 	MaxDownloadBytes int64
 	// AllowedNamespaces, when not empty, is the only namespaces tools may use.
@@ -59,6 +63,18 @@ type Deps struct {
 	quota     *quota
 	// Tracker learns where owners create sandboxes (for cleanup when their session ends).
 	Tracker Tracker
+	// Ports serves expose_port; nil: the port tools say they are not available.
+	Ports Ports
+}
+
+// Ports gives a sandbox's TCP port a URL through this server (internal/ports implements it).
+type Ports interface {
+	// Expose checks the owner's claim and returns the port's URL (the same one while exposed).
+	Expose(ctx context.Context, owner, namespace, claim string, port int) (string, error)
+	// Unexpose ends one exposure (port 0: all of the claim's) and says whether there was one.
+	Unexpose(owner, namespace, claim string, port int) bool
+	// Forget ends every exposure of a deleted claim.
+	Forget(namespace, claim string)
 }
 
 // Tracker remembers the namespaces each owner used and keeps creates exact against the end of

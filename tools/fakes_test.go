@@ -29,6 +29,8 @@ type fakeClaims struct {
 	principals map[string]string
 	pools      map[string][]kube.Pool // Catalog's warm pools per namespace
 	usage      map[string]kube.Usage  // Usage's figures per namespace/name (Claim is filled in)
+	custom     []kube.CustomSpec      // EnsureCustomPool's requests
+	collected  chan string            // CollectCustomPools' namespaces, when set
 }
 
 func newFakeClaims() *fakeClaims {
@@ -106,6 +108,23 @@ func (f *fakeClaims) Usage(ctx context.Context, ns, name, owner string) (kube.Us
 	}
 	u.Claim = c
 	return u, nil
+}
+
+func (f *fakeClaims) EnsureCustomPool(_ context.Context, ns string, spec kube.CustomSpec) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if spec.BasePool == "missing" {
+		return "", fmt.Errorf("%w: SandboxWarmPool %q in namespace %q", kube.ErrBaseMissing, spec.BasePool, ns)
+	}
+	f.custom = append(f.custom, spec)
+	return "mcp-custom-0123456789abcdef", nil
+}
+
+func (f *fakeClaims) CollectCustomPools(_ context.Context, ns string, _ time.Duration) ([]string, error) {
+	if f.collected != nil {
+		f.collected <- ns
+	}
+	return nil, nil
 }
 
 func (f *fakeClaims) CountPrincipal(_ context.Context, ns, principal string) (int, error) {

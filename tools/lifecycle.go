@@ -36,6 +36,9 @@ func deleteTool(d Deps) server.ServerTool {
 		if err != nil {
 			return failure("delete the sandbox", ref, err), nil
 		}
+		if d.Ports != nil {
+			d.Ports.Forget(ref.Namespace, ref.Name)
+		}
 		return structured(DeleteResult{SandboxClaimName: ref.Name, Namespace: ref.Namespace, Deleted: true}), nil
 	}}
 }

@@ -31,7 +31,9 @@ Working on code: search_files finds files (glob) and lines (pattern); read_file 
 (offset, limit); edit_file replaces an exact, unique old_text (copy it from read_file without the numbers) and shows the
 result; make_directory, move_path and remove_path manage the tree; upload_archive and download_archive move a whole
 directory as a tar. Prefer them to shell pipelines: their output is bounded.
-get_sandbox_metrics shows what your sandboxes use (CPU, memory, disk, limits, time left), for one or all of them.`,
+get_sandbox_metrics shows what your sandboxes use (CPU, memory, disk, limits, time left), for one or all of them.
+To look at a web app or API running in a sandbox (listening on 0.0.0.0), expose_port gives a URL for its port;
+unexpose_port ends it.`,
 	defaultShutdownAfter, maxTimeout, output.DefaultBudget, output.MaxBudget)
 
 // All returns every tool, in the order tools/list shows them, each checked against its own
@@ -41,7 +43,7 @@ func All(d Deps) []server.ServerTool {
 		d.quota = newQuota() // shared by the tools built here
 	}
 	all := []server.ServerTool{
-		catalogTool(d), metricsTool(d), createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
+		catalogTool(d), metricsTool(d), exposeTool(d), unexposeTool(d), createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
 		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),
 		startProcessTool(d), readProcessTool(d), writeProcessTool(d), signalProcessTool(d), listProcessesTool(d),
 		readFileTool(d), editFileTool(d), searchFilesTool(d), makeDirectoryTool(d), movePathTool(d), removePathTool(d),

@@ -51,6 +51,8 @@ type Config struct {
 	// ProcessOutputBytes is how much of each stream of a start_process process the sandbox
 	// keeps (K8S_SANDBOX_PROCESS_OUTPUT_MAX_BYTES); older output is dropped.
 	ProcessOutputBytes int64
+	// Custom is the rule for create_sandbox's image, cpus and memory (CUSTOM_SANDBOXES__*).
+	Custom kube.CustomPolicy
 	// Vars are every upper-cased variable seen, for packages that read their own settings.
 	Vars map[string]string
 	// Unknown lists K8S_SANDBOX_* variables nobody reads (likely typos), for a warning.
@@ -129,6 +131,7 @@ func Parse(vars map[string]string) (Config, error) {
 	if err := kube.CheckRateLimit(c.APIQPS, c.APIBurst); err != nil {
 		p.fail("API_QPS", "with %sAPI_BURST: %v", Prefix, err)
 	}
+	c.Custom = p.custom()
 	c.Connection = p.connection()
 	if p.err != nil {
 		return Config{}, p.err
@@ -224,4 +227,18 @@ func (p *parser) boolean(name string, def bool) bool {
 	}
 	p.fail(name, "must be true or false, got %q", v)
 	return def
+}
+
+// custom reads the operator's rule for sandboxes built to order; no allowed image: off.
+func (p *parser) custom() kube.CustomPolicy {
+	var c kube.CustomPolicy
+	for _, img := range strings.Split(p.str("CUSTOM_SANDBOXES__ALLOWED_IMAGES", ""), ",") {
+		if img = strings.TrimSpace(img); img != "" {
+			c.AllowedImages = append(c.AllowedImages, img)
+		}
+	}
+	c.MaxCPUMillis = int64(p.integer("CUSTOM_SANDBOXES__MAX_CPU_MILLICORES", kube.DefaultCustomMaxCPUMillis, 100, 1_000_000))
+	c.MaxMemoryMiB = int64(p.integer("CUSTOM_SANDBOXES__MAX_MEMORY_MIB", kube.DefaultCustomMaxMemoryMiB, kube.MinCustomMemoryMiB, 1<<24))
+	c.UnusedTTL = time.Duration(p.integer("CUSTOM_SANDBOXES__UNUSED_TTL_SECONDS", int(kube.DefaultCustomUnusedTTL/time.Second), 60, 30*24*3600)) * time.Second
+	return c
 }

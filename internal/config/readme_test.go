@@ -28,13 +28,17 @@ func TestREADMEDefaults(t *testing.T) {
 		t.Fatalf("found %d configuration rows in the README: the table's layout changed", len(rows))
 	}
 	for name, want := range map[string]string{
-		Prefix + "MAX_DOWNLOAD_BYTES":       "`" + strconv.Itoa(conn.DefaultMaxDownloadBytes) + "`",
-		Prefix + "CLUSTER_DOMAIN":           "`" + conn.DefaultClusterDomain + "`",
-		Prefix + "DNS_SERVER":               "(system resolver)",
-		Prefix + "ALLOW_NO_SHUTDOWN":        "`" + strconv.FormatBool(defaultAllowNoShutdown) + "`",
-		Prefix + "API_QPS":                  "`" + strconv.Itoa(kube.DefaultQPS) + "`",
-		Prefix + "API_BURST":                "`" + strconv.Itoa(kube.DefaultBurst) + "`",
-		Prefix + "PROCESS_OUTPUT_MAX_BYTES": "`" + strconv.Itoa(proc.DefaultMaxOutputBytes) + "`",
+		Prefix + "MAX_DOWNLOAD_BYTES":                   "`" + strconv.Itoa(conn.DefaultMaxDownloadBytes) + "`",
+		Prefix + "CLUSTER_DOMAIN":                       "`" + conn.DefaultClusterDomain + "`",
+		Prefix + "DNS_SERVER":                           "(system resolver)",
+		Prefix + "ALLOW_NO_SHUTDOWN":                    "`" + strconv.FormatBool(defaultAllowNoShutdown) + "`",
+		Prefix + "API_QPS":                              "`" + strconv.Itoa(kube.DefaultQPS) + "`",
+		Prefix + "API_BURST":                            "`" + strconv.Itoa(kube.DefaultBurst) + "`",
+		Prefix + "PROCESS_OUTPUT_MAX_BYTES":             "`" + strconv.Itoa(proc.DefaultMaxOutputBytes) + "`",
+		Prefix + "CUSTOM_SANDBOXES__ALLOWED_IMAGES":     "(off)",
+		Prefix + "CUSTOM_SANDBOXES__MAX_CPU_MILLICORES": "`" + strconv.Itoa(kube.DefaultCustomMaxCPUMillis) + "`",
+		Prefix + "CUSTOM_SANDBOXES__MAX_MEMORY_MIB":     "`" + strconv.Itoa(kube.DefaultCustomMaxMemoryMiB) + "`",
+		Prefix + "CUSTOM_SANDBOXES__UNUSED_TTL_SECONDS": "`" + strconv.Itoa(int(kube.DefaultCustomUnusedTTL.Seconds())) + "`",
 	} {
 		if got, ok := rows[name]; !ok || got != want {
 			t.Errorf("README row %s: default %q, want %q", name, got, want)

@@ -56,12 +56,18 @@ var specPerms = []perm{
 	{gatewayGroup, "gateways", "get"}, {gatewayGroup, "gateways", "list"}, {gatewayGroup, "gateways", "watch"},
 	{claimsGroup, "sandboxwarmpools", "list"}, {claimsGroup, "sandboxtemplates", "list"},
 	{metricsGroup, "pods", "get"},
+	{claimsGroup, "sandboxtemplates", "get"}, {claimsGroup, "sandboxtemplates", "create"}, {claimsGroup, "sandboxtemplates", "delete"},
+	{claimsGroup, "sandboxwarmpools", "get"}, {claimsGroup, "sandboxwarmpools", "create"}, {claimsGroup, "sandboxwarmpools", "patch"},
+	{claimsGroup, "sandboxwarmpools", "delete"},
 }
 
 // optionalPerms are granted because the spec lists them; the server works without them:
 // list/watch on sandboxes feed the watch cache (without it every call reads the API), and
-// list on gateways is never used (one Gateway is read and watched by name).
-var optionalPerms = []perm{{sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"}, {gatewayGroup, "gateways", "list"}}
+// list on gateways is never used (one Gateway is read and watched by name); patch on warm pools and
+// delete on warm pools and templates keep sandboxes built to order tidy (marking a reused derived
+// pool, collecting unused ones: TestCreateToOrder), and a create works without them.
+var optionalPerms = []perm{{sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"}, {gatewayGroup, "gateways", "list"},
+	{claimsGroup, "sandboxwarmpools", "patch"}, {claimsGroup, "sandboxwarmpools", "delete"}, {claimsGroup, "sandboxtemplates", "delete"}}
 
 // deployManifests is what the tests take from deploy/: the RBAC objects and the settings.
 type deployManifests struct {

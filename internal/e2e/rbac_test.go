@@ -75,6 +75,15 @@ func (p probe) claimAlive(t *testing.T) {
 	}
 }
 
+// toOrderFails: create_sandbox with cpus (a sandbox built to order) is refused, and no claim is made.
+func toOrderFails(t *testing.T, p probe, q perm) {
+	tag := q.verb + "-" + q.resource
+	s := p.session(t, customEnv...)
+	p.forbidden(t, callError(t, s, "create_sandbox", map[string]any{"warmpool": localstack.PythonPool, "namespace": p.ns,
+		"cpus": 0.25, "labels": map[string]any{caseLabel: tag}}), q)
+	waitNoClaims(t, p.ns, caseLabel, tag)
+}
+
 type verbCase struct {
 	perm  perm
 	check func(t *testing.T, p probe, q perm)
@@ -131,6 +140,10 @@ func verbCases() []verbCase {
 				t.Errorf("get_sandbox_metrics without %s: %+v", q, got)
 			}
 		}},
+		{perm{claimsGroup, "sandboxtemplates", "get"}, toOrderFails},
+		{perm{claimsGroup, "sandboxtemplates", "create"}, toOrderFails},
+		{perm{claimsGroup, "sandboxwarmpools", "get"}, toOrderFails},
+		{perm{claimsGroup, "sandboxwarmpools", "create"}, toOrderFails},
 		{perm{gatewayGroup, "gateways", "get"}, func(t *testing.T, p probe, q perm) {
 			p.forbidden(t, callError(t, p.session(t, gatewayEnv(p.ns, "rbac-gateway")...), "execute_command", p.args(exec)), q)
 		}},

@@ -14,6 +14,7 @@ type (
 	createResult struct {
 		SandboxClaimName string `json:"sandbox_claim_name"`
 		SandboxName      string `json:"sandbox_name"`
+		CustomPool       string `json:"custom_pool"`
 	}
 	execResult struct {
 		ExitCode         int    `json:"exit_code"`

@@ -29,6 +29,16 @@ type HTTPOptions struct {
 	Auth *auth.Authenticator
 	// Ready, when set, receives the bound address once listening (tests use port 0).
 	Ready func(addr net.Addr)
+	// Ports, when set, is mounted behind the same authentication as /mcp (expose_port).
+	Ports *PortsRoute
+}
+
+// PortsRoute is the exposed-ports proxy: Handler serves Prefix, and SetBase learns the URL
+// clients reach this server at (Settings.PublicURL, else the listening address).
+type PortsRoute struct {
+	Prefix  string
+	Handler http.Handler
+	SetBase func(base string)
 }
 
 // Handler is the HTTP surface: /mcp behind Origin check, authentication, the body cap and
@@ -68,6 +78,13 @@ func NewHandler(s *server.MCPServer, o HTTPOptions) *Handler {
 		o.Auth.Register(h.mux)
 	}
 	h.mux.Handle("/mcp", originGuard(set.AllowedOrigins, endpoint))
+	if o.Ports != nil {
+		ports := o.Ports.Handler
+		if o.Auth != nil {
+			ports = o.Auth.Middleware(ports)
+		}
+		h.mux.Handle(o.Ports.Prefix, ports)
+	}
 	if o.Health != nil {
 		h.mux.HandleFunc("GET /healthz", o.Health.Healthz)
 		h.mux.HandleFunc("GET /readyz", o.Health.Readyz)
@@ -106,6 +123,13 @@ func HTTP(ctx context.Context, s *server.MCPServer, o HTTPOptions) error {
 		ev = ev.Str("resource", o.Auth.Resource())
 	}
 	ev.Msg("serving streamable HTTP")
+	if o.Ports != nil {
+		base := o.Settings.PublicURL
+		if base == "" {
+			base = "http://" + ln.Addr().String()
+		}
+		o.Ports.SetBase(base)
+	}
 	if o.Ready != nil {
 		o.Ready(ln.Addr())
 	}

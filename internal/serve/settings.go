@@ -19,12 +19,13 @@ const (
 	VarMaxSessionsPerPrincipal = "K8S_SANDBOX_HTTP__MAX_SESSIONS_PER_PRINCIPAL"
 	VarUnusedSessionTTL        = "K8S_SANDBOX_HTTP__UNUSED_SESSION_TTL"
 	VarMaxInitializeBytes      = "K8S_SANDBOX_HTTP__MAX_INITIALIZE_BYTES"
+	VarPublicURL               = "K8S_SANDBOX_HTTP__PUBLIC_URL"
 )
 
 // Variables lists every variable LoadHTTPSettings reads.
 func Variables() []string {
 	return []string{VarAllowedOrigins, VarMaxBodyBytes, VarMaxConcurrentCalls, VarReadTimeout,
-		VarMaxSessions, VarMaxSessionsPerPrincipal, VarUnusedSessionTTL, VarMaxInitializeBytes}
+		VarMaxSessions, VarMaxSessionsPerPrincipal, VarUnusedSessionTTL, VarMaxInitializeBytes, VarPublicURL}
 }
 
 // HTTPSettings harden the HTTP transport. Zero fields take the defaults.
@@ -51,6 +52,9 @@ type HTTPSettings struct {
 	// MaxInitializeBytes caps the body of an initialize request (default 32 KiB), which the
 	// session keeps (clientInfo, capabilities) for its whole life.
 	MaxInitializeBytes int64
+	// PublicURL is how clients reach this server (scheme://host[:port][/prefix]), for the URLs
+	// expose_port hands out; "" means http:// and the address it listens on.
+	PublicURL string
 }
 
 func (s HTTPSettings) withDefaults() HTTPSettings {
@@ -120,6 +124,13 @@ func LoadHTTPSettings(vars map[string]string) (HTTPSettings, error) {
 	s.UnusedSessionTTL = time.Duration(n) * time.Second
 	if s.MaxInitializeBytes, err = integer(VarMaxInitializeBytes, 1<<10, 1<<20); err != nil {
 		return HTTPSettings{}, err
+	}
+	if v := get(VarPublicURL); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return HTTPSettings{}, fmt.Errorf("%s: %q is not a URL of this server; write scheme://host[:port][/path], e.g. https://mcp.example.com", VarPublicURL, v)
+		}
+		s.PublicURL = strings.TrimSuffix(v, "/")
 	}
 	for _, o := range strings.Split(get(VarAllowedOrigins), ",") {
 		if o = strings.TrimSpace(o); o == "" {

@@ -1,0 +1,160 @@
+package ports
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+)
+
+type fakeClaims struct {
+	mu   sync.Mutex
+	gone map[string]bool
+}
+
+func (f *fakeClaims) Get(_ context.Context, ns, name, owner string) (kube.Claim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone[name] || owner != "alice" {
+		return kube.Claim{}, fmt.Errorf("claim %q: %w", name, kube.ErrNotFound)
+	}
+	return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, nil
+}
+
+// fakePorter sends every port to the test's "sandbox" server, with a routing header.
+type fakePorter struct{ base *url.URL }
+
+func (p fakePorter) Port(_ context.Context, t conn.Target, port int) (conn.PortEndpoint, error) {
+	h := http.Header{}
+	h.Set("X-Sandbox-Port", fmt.Sprint(port))
+	h.Set("X-Sandbox-ID", t.SandboxName)
+	return conn.PortEndpoint{Base: p.base, Header: h, Transport: http.DefaultTransport}, nil
+}
+
+func setup(t *testing.T) (*Registry, *fakeClaims) {
+	t.Helper()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stream" {
+			for i := range 3 {
+				fmt.Fprintf(w, "line %d\n", i)
+				w.(http.Flusher).Flush()
+			}
+			return
+		}
+		fmt.Fprintf(w, "path=%s query=%s port=%s id=%s auth=%q", r.URL.Path, r.URL.RawQuery, r.Header.Get("X-Sandbox-Port"),
+			r.Header.Get("X-Sandbox-ID"), r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(app.Close)
+	u, _ := url.Parse(app.URL)
+	claims := &fakeClaims{gone: map[string]bool{}}
+	r := New(claims, fakePorter{base: u}, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go r.Run(ctx)
+	return r, claims
+}
+
+func get(t *testing.T, u string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Authorization", "Bearer secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestExposeOverHTTP(t *testing.T) {
+	r, claims := setup(t)
+	srv := httptest.NewServer(r.Handler())
+	t.Cleanup(srv.Close)
+	r.SetBase(srv.URL + "/")
+	ctx := context.Background()
+	u, err := r.Expose(ctx, "alice", "ns", "c1", 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := r.Expose(ctx, "alice", "ns", "c1", 8080); again != u || !strings.HasPrefix(u, srv.URL+PathPrefix) {
+		t.Fatalf("urls %q then %q", u, again)
+	}
+	code, body := get(t, u+"a/b?x=1")
+	if want := `path=/a/b query=x=1 port=8080 id=c1-sbx auth=""`; code != 200 || body != want {
+		t.Errorf("proxied: %d %q, want %q", code, body, want)
+	}
+	resp, err := http.Get(u + "stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	resp.Body.Close()
+	if len(lines) != 3 {
+		t.Errorf("streamed %q", lines)
+	}
+	if code, _ := get(t, srv.URL+PathPrefix+"nope/"); code != http.StatusNotFound {
+		t.Errorf("unknown token: %d", code)
+	}
+	if _, err := r.Expose(ctx, "bob", "ns", "c1", 8080); err == nil {
+		t.Error("another owner exposed alice's sandbox")
+	}
+	claims.mu.Lock()
+	claims.gone["c1"] = true
+	claims.mu.Unlock()
+	if code, body := get(t, u); code != http.StatusGone || !strings.Contains(body, "is gone") {
+		t.Errorf("deleted sandbox: %d %q", code, body)
+	}
+	if r.Unexpose("alice", "ns", "c1", 8080) {
+		t.Error("the exposure of a deleted sandbox outlived the request that found it gone")
+	}
+}
+
+func TestExposeOverLoopback(t *testing.T) {
+	r, _ := setup(t)
+	ctx := context.Background()
+	u, err := r.Expose(ctx, "alice", "ns", "c2", 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(u, "http://127.0.0.1:") {
+		t.Fatalf("stdio url %q", u)
+	}
+	if code, body := get(t, u+"x"); code != 200 || !strings.HasPrefix(body, "path=/x ") {
+		t.Errorf("proxied: %d %q", code, body)
+	}
+	if !r.Unexpose("alice", "ns", "c2", 0) {
+		t.Fatal("unexpose found nothing")
+	}
+	if _, err := http.Get(u); err == nil {
+		t.Error("the listener still answers after unexpose_port")
+	}
+}
+
+func TestExposeCap(t *testing.T) {
+	r, _ := setup(t)
+	r.SetBase("http://server")
+	for i := range MaxPerOwner {
+		if _, err := r.Expose(context.Background(), "alice", "ns", "c", 1000+i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Expose(context.Background(), "alice", "ns", "c", 99); err == nil || !strings.Contains(err.Error(), "unexpose_port") {
+		t.Errorf("over the cap: %v", err)
+	}
+}

@@ -1,0 +1,94 @@
+package tools
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// errNoPorts is a server built without a port registry (tests, embedders).
+var errNoPorts = errors.New("this server cannot expose ports")
+
+type portArgs struct {
+	claimArgs
+	Port int `json:"port"`
+}
+
+// ExposeResult is expose_port's answer.
+type ExposeResult struct {
+	URL  string `json:"url" jsonschema:"reaches the port through this server: over HTTP with the same credentials as the MCP endpoint"`
+	Port int    `json:"port"`
+}
+
+// UnexposeResult is unexpose_port's answer.
+type UnexposeResult struct {
+	Unexposed bool `json:"unexposed" jsonschema:"false when nothing was exposed"`
+}
+
+func portProp(lead string) prop {
+	return prop{"type": "integer", "minimum": 1, "maximum": 65535, "description": lead + " (1-65535)."}
+}
+
+func exposeTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("expose_port",
+		mcp.WithToolTitle("Expose a sandbox port"),
+		mcp.WithDescription("Returns a URL that reaches a TCP port of the sandbox (a web app or API you started there with "+
+			"start_process) through this server, for HTTP, streaming and WebSocket. The program must listen on 0.0.0.0 "+
+			"(not only 127.0.0.1). Over HTTP the URL is a path under this server and needs the same credentials as the MCP "+
+			"endpoint, so links must be relative; over stdio it is a port on 127.0.0.1 of this machine. It ends with "+
+			"unexpose_port or when the sandbox is deleted. Calling it again returns the same URL."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name", "port"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port the program listens on in the sandbox"),
+		})),
+		mcp.WithOutputSchema[ExposeResult](),
+		hints(false, false, true),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "expose the port"
+		var a portArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		ref, owner, err := d.caller(ctx, a.claimArgs)
+		if err == nil && d.Ports == nil {
+			err = errNoPorts
+		}
+		var url string
+		if err == nil {
+			url, err = d.Ports.Expose(ctx, owner, ref.Namespace, ref.Name, a.Port)
+		}
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		return structured(ExposeResult{URL: url, Port: a.Port}), nil
+	}}
+}
+
+func unexposeTool(d Deps) server.ServerTool {
+	tool := mcp.NewTool("unexpose_port",
+		mcp.WithToolTitle("Stop exposing a sandbox port"),
+		mcp.WithDescription("Ends the URL expose_port gave for a port of the sandbox (leave port out for all of its ports)."),
+		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port to stop exposing; all when left out"),
+		})),
+		mcp.WithOutputSchema[UnexposeResult](),
+		hints(false, false, true),
+	)
+	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		const op = "unexpose the port"
+		var a portArgs
+		if err := bind(req, &a); err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		ref, owner, err := d.caller(ctx, a.claimArgs)
+		if err == nil && d.Ports == nil {
+			err = errNoPorts
+		}
+		if err != nil {
+			return failure(op, ref, err), nil
+		}
+		return structured(UnexposeResult{Unexposed: d.Ports.Unexpose(owner, ref.Namespace, ref.Name, a.Port)}), nil
+	}}
+}
