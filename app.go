@@ -87,7 +87,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		MaxDownloadBytes: a.cfg.Connection.MaxDownloadBytes, AllowedNamespaces: a.cfg.AllowedNamespaces,
 		MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
 		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor, ProcessOutputBytes: a.cfg.ProcessOutputBytes,
-		Custom: a.cfg.Custom,
+		Custom: a.cfg.Custom, MaxVolumeSize: a.cfg.MaxVolumeSize,
 	}
 	if porter, ok := a.conn.(conn.Porter); ok {
 		a.ports = ports.New(a.claims, porter, a.log)

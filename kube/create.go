@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -72,7 +73,23 @@ func (c *Client) awaitReady(ctx context.Context, req CreateRequest, created *ext
 	}
 	fillFromSandbox(&claim, sb)
 	claim.Ready = true // the claim's Ready mirrors the Sandbox's at the time of the event
+	claim.VolumePath = volumePath(sb)
 	return claim, nil
+}
+
+// volumePath is where the first container mounts a persistent WorkspaceVolume, if any.
+func volumePath(sb *sandboxv1beta1.Sandbox) string {
+	if !slices.ContainsFunc(sb.Spec.VolumeClaimTemplates, func(v sandboxv1beta1.PersistentVolumeClaimTemplate) bool { return v.Name == WorkspaceVolume }) {
+		return ""
+	}
+	if cs := sb.Spec.PodTemplate.Spec.Containers; len(cs) > 0 {
+		for _, m := range cs[0].VolumeMounts {
+			if m.Name == WorkspaceVolume {
+				return m.MountPath
+			}
+		}
+	}
+	return ""
 }
 
 // cleanup deletes a claim whose creation failed, on a context that outlives ctx's cancellation.
@@ -144,6 +161,15 @@ func (c *Client) buildClaim(req CreateRequest, name string) *extv1beta1.SandboxC
 	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
 		claim.Spec.Env = append(claim.Spec.Env, extv1beta1.EnvVar{Name: k, Value: req.Env[k]})
 	}
+	if !req.VolumeSize.IsZero() {
+		claim.Spec.VolumeClaimTemplates = []sandboxv1beta1.PersistentVolumeClaimTemplate{{
+			EmbeddedObjectMetadata: sandboxv1beta1.EmbeddedObjectMetadata{Name: WorkspaceVolume},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: req.VolumeSize}},
+			},
+		}}
+	}
 	return claim
 }
 
@@ -179,6 +205,9 @@ func (c *Client) validate(req CreateRequest) error {
 		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("env name %q: %s", k, msgs[0]))
 		}
+	}
+	if req.VolumeSize.Sign() < 0 {
+		errs = append(errs, fmt.Errorf("volume size %s: must be positive", req.VolumeSize.String()))
 	}
 	if req.ShutdownAfter != nil && *req.ShutdownAfter < time.Second {
 		errs = append(errs, fmt.Errorf("shutdown after %s: must be a positive number of seconds", *req.ShutdownAfter))

@@ -7,6 +7,8 @@ package kube
 import (
 	"errors"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // PrincipalLabel names the caller behind a claim's owner (CreateRequest.Principal).
@@ -55,7 +57,11 @@ type CreateRequest struct {
 	// Env goes on the claim (spec.env, for the template's first container). The controller
 	// then starts a sandbox of its own instead of taking a warm one, and refuses it unless the
 	// template's envVarsInjectionPolicy allows it (EnvVarsInjectionRejected).
-	Env          map[string]string
+	Env map[string]string
+	// VolumeSize, when not zero, asks for a PersistentVolumeClaim of that size as the
+	// template's WorkspaceVolume (the claim's volumeClaimTemplates, the cluster's default
+	// StorageClass); like Env it means a cold start, gated by volumeClaimTemplatesPolicy.
+	VolumeSize   resource.Quantity
 	ReadyTimeout time.Duration // <= 0: DefaultReadyTimeout
 	// Progress, when set, is called with short human messages while waiting.
 	Progress func(message string)
@@ -75,7 +81,17 @@ type Claim struct {
 	Ready       bool     // Create/Get: Sandbox Ready condition; List: claim Ready condition
 	Created     time.Time
 	ShutdownAt  time.Time // the claim's lifecycle.shutdownTime; zero: none
+	// VolumePath is where a persistent WorkspaceVolume is mounted in the first container
+	// (Create only; "" without one).
+	VolumePath string
 }
+
+// DefaultMaxVolumeSize caps CreateRequest.VolumeSize unless the operator sets another cap.
+const DefaultMaxVolumeSize = "10Gi"
+
+// WorkspaceVolume is the pod volume a template declares for the workspace: the one
+// CreateRequest.VolumeSize replaces with a persistent volume.
+const WorkspaceVolume = "workspace"
 
 // Status is the readiness of a claim's Sandbox, as get_sandbox_status reports it.
 type Status struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -26,6 +27,7 @@ type createArgs struct {
 	Image                string            `json:"image"`
 	Cpus                 *float64          `json:"cpus"`
 	Memory               *int64            `json:"memory"`
+	VolumeSize           string            `json:"volume_size"`
 }
 
 // CreateResult is create_sandbox's answer.
@@ -35,6 +37,7 @@ type CreateResult struct {
 	SandboxName      string `json:"sandbox_name" jsonschema:"the Sandbox bound to the claim (differs from the claim name with warm pools)"`
 	ShutdownTime     string `json:"shutdown_time,omitempty" jsonschema:"RFC 3339 time at which the sandbox is deleted automatically"`
 	CustomPool       string `json:"custom_pool,omitempty" jsonschema:"with image, cpus or memory: the warm pool the server derived from warmpool for them"`
+	VolumePath       string `json:"volume_path,omitempty" jsonschema:"with volume_size: where the persistent volume is mounted in the sandbox"`
 }
 
 func createTool(d Deps) server.ServerTool {
@@ -58,6 +61,11 @@ func createTool(d Deps) server.ServerTool {
 			"image":  d.imageProp(),
 			"cpus":   d.cpusProp(),
 			"memory": d.memoryProp(),
+			"volume_size": prop{"type": "string", "minLength": 1, "maxLength": 32, "pattern": `^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$`,
+				"description": fmt.Sprintf("Size of a persistent volume for the sandbox's workspace, a Kubernetes quantity such as \"2Gi\" "+
+					"(at most %s). It replaces the template's %q volume, survives a restart of the sandbox's pod and is deleted "+
+					"with the sandbox; the answer's volume_path says where it is mounted. Like env, only where the template allows "+
+					"it, and the sandbox starts fresh.", d.maxVolumeSizeText(), kube.WorkspaceVolume)},
 		})),
 		mcp.WithOutputSchema[CreateResult](),
 		hints(false, false, false),
@@ -87,6 +95,10 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 		return CreateResult{}, err
 	}
 	if err := checkEnv(a.Env); err != nil {
+		return CreateResult{}, err
+	}
+	volume, err := d.volumeSize(a.VolumeSize)
+	if err != nil {
 		return CreateResult{}, err
 	}
 	ready := seconds(a.SandboxReadyTimeout, defaultReadyTimeout)
@@ -120,7 +132,7 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	}
 	c, err := d.Claims.Create(ctx, kube.CreateRequest{
 		Namespace: ns, WarmPool: pool, Labels: a.Labels, Owner: owner, Principal: principal, ShutdownAfter: shutdown,
-		PodLabels: a.PodLabels, PodAnnotations: a.PodAnnotations, Env: a.Env, ReadyTimeout: ready, Progress: p.send, Posted: release,
+		PodLabels: a.PodLabels, PodAnnotations: a.PodAnnotations, Env: a.Env, VolumeSize: volume, ReadyTimeout: ready, Progress: p.send, Posted: release,
 	})
 	if terr := tracked(c.Name); terr != nil {
 		return CreateResult{}, terr
@@ -128,7 +140,7 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	if err != nil {
 		return CreateResult{}, err
 	}
-	res := CreateResult{SandboxClaimName: c.Name, Namespace: c.Namespace, SandboxName: c.SandboxName}
+	res := CreateResult{SandboxClaimName: c.Name, Namespace: c.Namespace, SandboxName: c.SandboxName, VolumePath: c.VolumePath}
 	if custom {
 		res.CustomPool = pool
 	}
@@ -176,13 +188,47 @@ func (d Deps) shutdownAfter(raw json.RawMessage) (*time.Duration, error) {
 	return &dur, nil
 }
 
-// envHint tells the model what to do when the template refused the claim's env.
+// envHint tells the model what to do when the template refused the claim's env or volume.
 func envHint(err error) string {
 	var f *kube.ClaimFailure
-	if !errors.As(err, &f) || (f.Reason != "EnvVarsInjectionRejected" && !strings.Contains(f.Message, "not allowed by the template policy")) {
+	if !errors.As(err, &f) {
 		return ""
 	}
-	return " This warm pool's template does not let a claim set those variables (list_sandbox_templates shows each pool's " +
-		"env_overrides: Allowed adds new names, Overrides may also replace the template's). Leave env out and pass env to " +
-		"execute_command or start_process instead, or use a pool that allows it."
+	switch {
+	case f.Reason == "EnvVarsInjectionRejected" || strings.Contains(f.Message, "not allowed by the template policy"):
+		return " This warm pool's template does not let a claim set those variables (list_sandbox_templates shows each pool's " +
+			"env_overrides: Allowed adds new names, Overrides may also replace the template's). Leave env out and pass env to " +
+			"execute_command or start_process instead, or use a pool that allows it."
+	case f.Reason == "VolumeClaimTemplatesError":
+		return " This warm pool's template does not allow a persistent volume. Leave volume_size out (the working directory " +
+			"lives as long as the sandbox; download_archive saves it), or use a pool whose template allows it."
+	}
+	return ""
+}
+
+func (d Deps) maxVolumeSize() resource.Quantity {
+	if d.MaxVolumeSize.Sign() > 0 {
+		return d.MaxVolumeSize
+	}
+	return resource.MustParse(kube.DefaultMaxVolumeSize)
+}
+
+func (d Deps) maxVolumeSizeText() string {
+	q := d.maxVolumeSize()
+	return q.String()
+}
+
+// volumeSize reads volume_size (zero when absent) against the operator's cap.
+func (d Deps) volumeSize(s string) (resource.Quantity, error) {
+	if s == "" {
+		return resource.Quantity{}, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() <= 0 {
+		return resource.Quantity{}, badInput("volume_size %q is not a positive Kubernetes quantity; write e.g. \"2Gi\" or \"500Mi\"", s)
+	}
+	if q.Cmp(d.maxVolumeSize()) > 0 {
+		return resource.Quantity{}, badInput("volume_size %s is more than this server allows (%s); ask for less", s, d.maxVolumeSizeText())
+	}
+	return q, nil
 }

@@ -76,3 +76,34 @@ func TestCreateToOrder(t *testing.T) {
 		})
 	}
 }
+
+func TestCreateVolume(t *testing.T) {
+	tests := []struct {
+		size, want, wantErr string
+	}{
+		{size: "2Gi", want: "2Gi"},
+		{size: "500Mi", want: "500Mi"},
+		{size: "10Gi", want: "10Gi"},
+		{size: "11Gi", wantErr: "volume_size 11Gi is more than this server allows (10Gi); ask for less"},
+		{size: "0", wantErr: `volume_size "0" is not a positive Kubernetes quantity`},
+		{size: "two gigs", wantErr: "volume_size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.size, func(t *testing.T) {
+			h := newHarness(t)
+			res := h.call(t, "create_sandbox", map[string]any{"warmpool": "p", "volume_size": tt.size})
+			if tt.wantErr != "" {
+				if !res.IsError || !strings.Contains(text(res), tt.wantErr) || len(h.claims.created) != 0 {
+					t.Fatalf("want an error with %q, got %s", tt.wantErr, text(res))
+				}
+				return
+			}
+			if res.IsError {
+				t.Fatal(text(res))
+			}
+			if got := h.claims.created[0].VolumeSize; got.String() != tt.want {
+				t.Errorf("volume size %s, want %s", got.String(), tt.want)
+			}
+		})
+	}
+}

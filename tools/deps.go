@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
@@ -49,6 +50,8 @@ type Deps struct {
 	// ProcessOutputBytes is kept per stream of a start_process process; 0 means
 	// proc.DefaultMaxOutputBytes.
 	ProcessOutputBytes int64
+	// MaxVolumeSize caps create_sandbox's volume_size; zero means kube.DefaultMaxVolumeSize.
+	MaxVolumeSize resource.Quantity
 	// Custom allows create_sandbox's image, cpus and memory; the zero value allows none.
 	Custom kube.CustomPolicy
 	// MaxDownloadBytes bounds download_file; 0 means conn.DefaultMaxDownloadBytes.

@@ -34,6 +34,8 @@ stop_all() {
   # Pods and containers of this run mean nothing to the next (etcd starts empty): the node's
   # state goes, the images are imported again.
   rm -rf "${NODE_DIR:?}/containerd/root" "${NODE_DIR:?}/kubelet/root" "${NODE_RUN:?}/containerd" "${NODE_RUN:?}/ipam"
+  # Volumes of the hostpath provisioner (storageclass.yaml) that outlived their claims.
+  rm -rf /tmp/hostpath_pv
   find /sys/fs/cgroup/ -depth -type d -path '*kubepods*' -exec rmdir {} + 2>/dev/null || true
   if [ -e "$NS_PATH" ] && ! in_stack_netns; then
     ip netns del "$NETNS" 2>/dev/null || true

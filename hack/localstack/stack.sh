@@ -141,7 +141,7 @@ cmd_up() {
     --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
     --bind-address=127.0.0.1 --secure-port=10257 --leader-elect=false --controllers='*' \
     --use-service-account-credentials=true --service-account-private-key-file="$PKI/sa.key" \
-    --root-ca-file="$PKI/ca.crt" --v=1
+    --root-ca-file="$PKI/ca.crt" --enable-hostpath-provisioner=true --v=1
   start kube-scheduler "$NODE_BIN/kube-scheduler" --config="$NODE_DIR/scheduler/config.yaml" \
     --authentication-kubeconfig="$PKI/kube-scheduler.kubeconfig" --authorization-kubeconfig="$PKI/kube-scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port=10259 --v=1
@@ -166,6 +166,7 @@ cmd_up() {
   wait_for kube-proxy 30 in_ns curl -fsS http://127.0.0.1:10256/healthz
   wait_for default-serviceaccount 30 kubectl -n default get serviceaccount default
   apply "$ADDONS/coredns.yaml"
+  apply "$ADDONS/storageclass.yaml"
   kubectl -n kube-system create secret tls metrics-server-tls --cert="$PKI/metrics-server.crt" --key="$PKI/metrics-server.key" \
     --dry-run=client -o yaml | kubectl apply --server-side --force-conflicts -f - >/dev/null
   apply "$ADDONS/metrics-server.yaml"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/joho/godotenv"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
@@ -51,6 +52,8 @@ type Config struct {
 	// ProcessOutputBytes is how much of each stream of a start_process process the sandbox
 	// keeps (K8S_SANDBOX_PROCESS_OUTPUT_MAX_BYTES); older output is dropped.
 	ProcessOutputBytes int64
+	// MaxVolumeSize caps create_sandbox's volume_size (MAX_VOLUME_SIZE, a quantity).
+	MaxVolumeSize resource.Quantity
 	// Custom is the rule for create_sandbox's image, cpus and memory (CUSTOM_SANDBOXES__*).
 	Custom kube.CustomPolicy
 	// Vars are every upper-cased variable seen, for packages that read their own settings.
@@ -132,6 +135,7 @@ func Parse(vars map[string]string) (Config, error) {
 		p.fail("API_QPS", "with %sAPI_BURST: %v", Prefix, err)
 	}
 	c.Custom = p.custom()
+	c.MaxVolumeSize = p.quantity("MAX_VOLUME_SIZE", kube.DefaultMaxVolumeSize)
 	c.Connection = p.connection()
 	if p.err != nil {
 		return Config{}, p.err
@@ -241,4 +245,15 @@ func (p *parser) custom() kube.CustomPolicy {
 	c.MaxMemoryMiB = int64(p.integer("CUSTOM_SANDBOXES__MAX_MEMORY_MIB", kube.DefaultCustomMaxMemoryMiB, kube.MinCustomMemoryMiB, 1<<24))
 	c.UnusedTTL = time.Duration(p.integer("CUSTOM_SANDBOXES__UNUSED_TTL_SECONDS", int(kube.DefaultCustomUnusedTTL/time.Second), 60, 30*24*3600)) * time.Second
 	return c
+}
+
+// quantity reads a positive Kubernetes quantity such as 10Gi.
+func (p *parser) quantity(name, def string) resource.Quantity {
+	v := p.str(name, def)
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Sign() <= 0 {
+		p.fail(name, "must be a positive quantity such as %s, got %q", def, v)
+		return resource.MustParse(def)
+	}
+	return q
 }

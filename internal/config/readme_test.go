@@ -36,6 +36,7 @@ func TestREADMEDefaults(t *testing.T) {
 		Prefix + "API_BURST":                            "`" + strconv.Itoa(kube.DefaultBurst) + "`",
 		Prefix + "PROCESS_OUTPUT_MAX_BYTES":             "`" + strconv.Itoa(proc.DefaultMaxOutputBytes) + "`",
 		Prefix + "CUSTOM_SANDBOXES__ALLOWED_IMAGES":     "(off)",
+		Prefix + "MAX_VOLUME_SIZE":                      "`" + kube.DefaultMaxVolumeSize + "`",
 		Prefix + "CUSTOM_SANDBOXES__MAX_CPU_MILLICORES": "`" + strconv.Itoa(kube.DefaultCustomMaxCPUMillis) + "`",
 		Prefix + "CUSTOM_SANDBOXES__MAX_MEMORY_MIB":     "`" + strconv.Itoa(kube.DefaultCustomMaxMemoryMiB) + "`",
 		Prefix + "CUSTOM_SANDBOXES__UNUSED_TTL_SECONDS": "`" + strconv.Itoa(int(kube.DefaultCustomUnusedTTL.Seconds())) + "`",

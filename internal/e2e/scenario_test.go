@@ -15,6 +15,7 @@ type (
 		SandboxClaimName string `json:"sandbox_claim_name"`
 		SandboxName      string `json:"sandbox_name"`
 		CustomPool       string `json:"custom_pool"`
+		VolumePath       string `json:"volume_path"`
 	}
 	execResult struct {
 		ExitCode         int    `json:"exit_code"`
