@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/owner"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/ports"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/serve"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/telemetry"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/tools"
 )
@@ -37,7 +39,8 @@ type app struct {
 	janitor *cleanup.Janitor
 	deps    tools.Deps
 	ports   *ports.Registry
-	stop    context.CancelFunc // ends the ports registry's sweep and listeners
+	metrics *telemetry.Metrics
+	stop    context.CancelFunc // ends the ports registry's sweep and listeners, and the metrics server
 	checked chan struct{}      // closed when the API check at start has finished
 }
 
@@ -55,6 +58,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		return nil, err
 	}
 	a.warnUnknown()
+	a.metrics = telemetry.New()
 	if err := a.httpLayer(ctx); err != nil {
 		return nil, err
 	}
@@ -87,14 +91,28 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		MaxDownloadBytes: a.cfg.Connection.MaxDownloadBytes, AllowedNamespaces: a.cfg.AllowedNamespaces,
 		MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
 		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor, ProcessOutputBytes: a.cfg.ProcessOutputBytes,
-		Custom: a.cfg.Custom, MaxVolumeSize: a.cfg.MaxVolumeSize,
+		Custom: a.cfg.Custom, MaxVolumeSize: a.cfg.MaxVolumeSize, Observer: a.metrics,
 	}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	a.stop = stop
 	if porter, ok := a.conn.(conn.Porter); ok {
 		a.ports = ports.New(a.claims, porter, a.log)
 		a.deps.Ports = a.ports
-		var pctx context.Context
-		pctx, a.stop = context.WithCancel(context.WithoutCancel(ctx))
-		go a.ports.Run(pctx)
+		go a.ports.Run(bg)
+	}
+	a.metrics.Gauge("watched_namespaces", "Namespaces the watch cache follows (two watches each).",
+		func() float64 { return float64(a.claims.WatchedNamespaces()) })
+	if f.metricsAddr != "" {
+		ln, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			a.close()
+			return nil, fmt.Errorf("--metrics-addr: %w", err)
+		}
+		go func() {
+			if err := a.metrics.Serve(bg, ln, a.log); err != nil {
+				a.log.Error().Err(err).Msg("metrics server failed")
+			}
+		}()
 	}
 	return a, nil
 }
@@ -139,7 +157,7 @@ func (a *app) httpLayer(ctx context.Context) error {
 	if !authCfg.Enabled() {
 		return nil
 	}
-	if a.authn, err = auth.New(authCfg, auth.Options{ListenAddr: a.f.httpAddr, Log: a.log}); err != nil {
+	if a.authn, err = auth.New(authCfg, auth.Options{ListenAddr: a.f.httpAddr, Log: a.log, Rejected: a.metrics.AuthFailed}); err != nil {
 		return err
 	}
 	if err := a.authn.Check(ctx); err != nil {
@@ -184,6 +202,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 			}
 		},
 	})
+	a.metrics.Gauge("sessions", "Open MCP sessions (HTTP, 2025-11-25 protocol).", func() float64 { return float64(sessions.Open()) })
 	s := tools.NewServer(a.deps, version(), server.WithHooks(sessions.Hooks()),
 		server.WithToolHandlerMiddleware(sessions.Calls),
 		server.WithToolHandlerMiddleware(serve.LimitConcurrency(a.httpSet.MaxConcurrentCalls, serve.CallerKey)))

@@ -28,6 +28,7 @@ func main() {
 // flags are the command line; Kubernetes access uses kubectl's standard flags.
 type flags struct {
 	httpAddr, envFile, logLevel, logFormat string
+	metricsAddr                            string
 	sessionTTL                             time.Duration
 	insecureNoAuth, showVersion            bool
 	kube                                   *genericclioptions.ConfigFlags
@@ -76,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.logFormat, "log-format", "auto", "auto, json or console (auto: console when stderr is a terminal)")
 	fs.DurationVar(&f.sessionTTL, "session-idle-ttl", 30*time.Minute, "HTTP: close sessions idle this long (and release their sandboxes)")
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "HTTP: allow a non-loopback --http address without authentication (warns on every start)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, on an address of their own (a bare port means loopback)")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	f.kube = genericclioptions.NewConfigFlags(true)
 	f.kube.AddFlags(fs)
@@ -83,6 +85,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	// A bare port binds loopback: exposing the server must be spelled out.
 	if _, perr := strconv.Atoi(f.httpAddr); perr == nil {
 		f.httpAddr = "127.0.0.1:" + f.httpAddr
+	}
+	if _, perr := strconv.Atoi(f.metricsAddr); perr == nil {
+		f.metricsAddr = "127.0.0.1:" + f.metricsAddr
 	}
 	return f, err
 }

@@ -98,6 +98,14 @@ func (c *Client) Close() {
 	}
 }
 
+// WatchedNamespaces is how many namespaces the watch cache follows now (two watches each).
+func (c *Client) WatchedNamespaces() int {
+	if c.cache == nil {
+		return 0
+	}
+	return len(c.cache.watched())
+}
+
 // NewFromClients wires prebuilt (e.g. fake) clients. ownerLabelKey is not validated here.
 func NewFromClients(ext extclientset.Interface, core sandboxclientset.Interface, dyn dynamic.Interface, ownerLabelKey string) *Client {
 	return &Client{

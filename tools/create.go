@@ -140,6 +140,7 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	if err != nil {
 		return CreateResult{}, err
 	}
+	d.observe().SandboxCreated(time.Since(start))
 	res := CreateResult{SandboxClaimName: c.Name, Namespace: c.Namespace, SandboxName: c.SandboxName, VolumePath: c.VolumePath}
 	if custom {
 		res.CustomPool = pool

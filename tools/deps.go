@@ -68,7 +68,34 @@ type Deps struct {
 	Tracker Tracker
 	// Ports serves expose_port; nil: the port tools say they are not available.
 	Ports Ports
+	// Observer counts calls, sandboxes and output (internal/telemetry); nil: none.
+	Observer Observer
 }
+
+// Observer is told what the tools do, for the operators' metrics.
+type Observer interface {
+	CallStarted(tool string)
+	CallEnded(tool, outcome string, took time.Duration)
+	SandboxCreated(wait time.Duration)
+	SandboxDeleted()
+	Output(seen, returned int)
+}
+
+// observe is d.Observer, or one that ignores everything.
+func (d Deps) observe() Observer {
+	if d.Observer == nil {
+		return noObserver{}
+	}
+	return d.Observer
+}
+
+type noObserver struct{}
+
+func (noObserver) CallStarted(string)                      {}
+func (noObserver) CallEnded(string, string, time.Duration) {}
+func (noObserver) SandboxCreated(time.Duration)            {}
+func (noObserver) SandboxDeleted()                         {}
+func (noObserver) Output(int, int)                         {}
 
 // Ports gives a sandbox's TCP port a URL through this server (internal/ports implements it).
 type Ports interface {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -146,6 +147,7 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 	r, err := d.Conn.Exec(ctx, target(c), creq)
 	stop()
 	out := capture.Result()
+	d.observe().Output(out.StdoutTotalChars+out.StderrTotalChars, utf8.RuneCountInString(out.Stdout)+utf8.RuneCountInString(out.Stderr))
 	res := &ExecResult{ExitCode: r.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr,
 		StdoutTotalChars: out.StdoutTotalChars, StderrTotalChars: out.StderrTotalChars,
 		StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated, Note: exitNote(r.ExitCode)}

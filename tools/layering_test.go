@@ -39,6 +39,7 @@ func TestLayering(t *testing.T) {
 		{"internal/serve", []string{"internal/auth", "internal/auth/authtest"}, []string{mcpgo}},
 		{"internal/localstack", nil, nil},
 		{"internal/ports", []string{"conn", "kube"}, nil},
+		{"internal/telemetry", nil, nil},
 		// A test OIDC issuer, and the principal and owner label functions and label keys, to find what a
 		// principal owns.
 		{"internal/e2e", []string{"internal/localstack", "internal/auth", "internal/auth/authtest", "internal/owner", "kube"}, []string{gosdk}},

@@ -36,6 +36,7 @@ func deleteTool(d Deps) server.ServerTool {
 		if err != nil {
 			return failure("delete the sandbox", ref, err), nil
 		}
+		d.observe().SandboxDeleted()
 		if d.Ports != nil {
 			d.Ports.Forget(ref.Namespace, ref.Name)
 		}

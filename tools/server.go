@@ -76,6 +76,7 @@ func NewServer(d Deps, version string, opts ...server.ServerOption) *server.MCPS
 func (d Deps) logCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
+		d.observe().CallStarted(req.Params.Name)
 		res, err := next(ctx, req)
 		owner, _ := d.Owner(ctx)
 		ns, _ := req.GetArguments()["namespace"].(string)
@@ -95,6 +96,7 @@ func (d Deps) logCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		}
 		ev.Str("tool", req.Params.Name).Str("owner", owner).Str("namespace", ns).Str("claim", claim).
 			Dur("duration", time.Since(start)).Str("outcome", outcome).Msg("tool call")
+		d.observe().CallEnded(req.Params.Name, outcome, time.Since(start))
 		return res, err
 	}
 }

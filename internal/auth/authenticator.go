@@ -27,6 +27,9 @@ type Options struct {
 	Log        zerolog.Logger
 	Client     *http.Client     // fetches discovery and JWKS for go-oidc; nil: a client with a 10 s timeout
 	Now        func() time.Time // nil: time.Now
+	// Rejected, when set, is told of each refused request: "missing", "invalid" or
+	// "unavailable" (the issuer's keys could not be had).
+	Rejected func(reason string)
 }
 
 // Authenticator checks bearer tokens and serves the RFC 9728 metadata.
@@ -37,6 +40,7 @@ type Authenticator struct {
 	metadataURL string
 	metadata    server.ProtectedResourceMetadataConfig
 	log         zerolog.Logger
+	rejected    func(reason string)
 }
 
 // New builds an Authenticator; c must be Enabled.
@@ -56,7 +60,10 @@ func New(c Config, o Options) (*Authenticator, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	a := &Authenticator{static: newStaticTokens(c.Tokens), resource: c.Resource(o.ListenAddr), log: o.Log}
+	a := &Authenticator{static: newStaticTokens(c.Tokens), resource: c.Resource(o.ListenAddr), log: o.Log, rejected: o.Rejected}
+	if a.rejected == nil {
+		a.rejected = func(string) {}
+	}
 	u, err := url.Parse(a.resource)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("%s: resource URL %q is not absolute", VarResourceURL, a.resource)
@@ -114,17 +121,20 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 		token, given := bearer(r.Header)
 		if token == "" {
 			a.log.Debug().Str("remote", r.RemoteAddr).Bool("malformed", given).Msg("request without bearer token")
+			a.rejected("missing")
 			a.reject(w, given, "missing or malformed bearer token")
 			return
 		}
 		p, err := a.Authenticate(r.Context(), token)
 		if errors.Is(err, ErrUnavailable) {
 			a.log.Error().Err(err).Msg("cannot verify tokens: issuer keys unavailable")
+			a.rejected("unavailable")
 			writeError(w, http.StatusServiceUnavailable, "token verification is temporarily unavailable")
 			return
 		}
 		if err != nil {
 			a.log.Warn().Str("remote", r.RemoteAddr).Str("reason", err.Error()).Msg("rejected bearer token")
+			a.rejected("invalid")
 			a.reject(w, true, "invalid token")
 			return
 		}

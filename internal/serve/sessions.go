@@ -107,6 +107,13 @@ func (s *Sessions) reserve(principal string) (*reservation, *refusal) {
 	return &reservation{principal: principal}, nil
 }
 
+// Open is how many MCP sessions are open (or being opened) now.
+func (s *Sessions) Open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
 // unreserve gives the place back unless a session took it.
 func (s *Sessions) unreserve(r *reservation) {
 	s.mu.Lock()

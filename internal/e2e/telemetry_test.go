@@ -1,0 +1,76 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestPrometheusMetrics: the counters on --metrics-addr match the calls a client made, and
+// the metrics are not served on the MCP address.
+func TestPrometheusMetrics(t *testing.T) {
+	t.Parallel()
+	ns := stack.Namespace(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	const token = "metrics-token-0123456789"
+	c := connections()[4]
+	base := httpServer(t, append([]string{"K8S_SANDBOX_AUTH__TOKENS=alice:" + token}, c.env...), "--metrics-addr", metricsAddr)
+	s, err := authSession(t, base, token, "2025-11-25") // a session, for the sessions gauge
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := call[createResult](t, s, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns.Name})
+	with := sandboxArgs(created.SandboxClaimName, ns.Name)
+	for _, cmd := range []string{"echo one", "printf 'x%.0s' $(seq 1 5000)", "exit 3"} {
+		call[execResult](t, s, "execute_command", with(map[string]any{"command": cmd, "max_output_chars": 1000}))
+	}
+	callError(t, s, "execute_command", map[string]any{"sandbox_claim_name": "no-such-claim", "namespace": ns.Name, "command": "true"})
+	call[map[string]any](t, s, "delete_sandbox", with(nil))
+	if _, err := authSession(t, base, "wrong-token-0123456789", ""); err == nil {
+		t.Fatal("a wrong token connected")
+	}
+
+	get := func(u string) (int, string) {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, text := get("http://" + metricsAddr + "/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, want := range []string{
+		`k8s_sandbox_mcp_tool_calls_total{outcome="ok",tool="create_sandbox"} 1`,
+		`k8s_sandbox_mcp_tool_calls_total{outcome="ok",tool="execute_command"} 3`,
+		`k8s_sandbox_mcp_tool_calls_total{outcome="tool_error",tool="execute_command"} 1`,
+		`k8s_sandbox_mcp_tool_calls_total{outcome="ok",tool="delete_sandbox"} 1`,
+		`k8s_sandbox_mcp_sandboxes_created_total 1`,
+		`k8s_sandbox_mcp_sandboxes_deleted_total 1`,
+		`k8s_sandbox_mcp_output_chars_total{kind="seen"} 5004`, // "one\n" and 5000 x
+		`k8s_sandbox_mcp_tool_calls_in_flight 0`,
+		`k8s_sandbox_mcp_sessions 1`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if !strings.Contains(text, `k8s_sandbox_mcp_auth_failures_total{reason="invalid"}`) {
+		t.Error("/metrics does not count the refused token")
+	}
+	if code, _ := get(base + "/metrics"); code == 200 {
+		t.Error("metrics are served on the MCP address")
+	}
+}
