@@ -96,7 +96,10 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stop = stop
 	if porter, ok := a.conn.(conn.Porter); ok {
-		a.ports = ports.New(a.claims, porter, a.log)
+		a.ports = ports.New(a.claims, porter, func(ctx context.Context) string {
+			p, _ := auth.PrincipalFrom(ctx)
+			return p.Name()
+		}, a.log)
 		a.deps.Ports = a.ports
 		go a.ports.Run(bg)
 	}

@@ -201,14 +201,6 @@ func (c *Client) validate(req CreateRequest) error {
 			errs = append(errs, fmt.Errorf("pod annotation key %q is not a valid qualified name", k))
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
-		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("env name %q: %s", k, msgs[0]))
-		}
-	}
-	if req.VolumeSize.Sign() < 0 {
-		errs = append(errs, fmt.Errorf("volume size %s: must be positive", req.VolumeSize.String()))
-	}
 	if req.ShutdownAfter != nil && *req.ShutdownAfter < time.Second {
 		errs = append(errs, fmt.Errorf("shutdown after %s: must be a positive number of seconds", *req.ShutdownAfter))
 	}

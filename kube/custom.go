@@ -26,8 +26,9 @@ const (
 	// ManagedByLabel marks what the server created and may delete again.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	managedByValue = "k8s-sandbox-mcp"
-	// customBaseLabel names the pool a custom template was derived from.
-	customBaseLabel = "mcp.k8s-agent-sandbox/custom-base"
+	// customBaseAnnotation names the pool a custom template was derived from (an annotation:
+	// pool names may be longer than a label value).
+	customBaseAnnotation = "mcp.k8s-agent-sandbox/custom-base"
 	// lastUsedAnnotation on a custom pool is when a claim was last made on it (RFC 3339).
 	lastUsedAnnotation = "mcp.k8s-agent-sandbox/last-used"
 	customPrefix       = "mcp-custom-"
@@ -76,28 +77,31 @@ func (c *Client) EnsureCustomPool(ctx context.Context, namespace string, spec Cu
 	if err != nil {
 		return "", err
 	}
-	labels := map[string]string{ManagedByLabel: managedByValue, customBaseLabel: spec.BasePool}
-	t := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Spec: derived}
-	if _, err := templates.Create(ctx, t, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("creating template %q: %w", name, err)
-	}
+	labels := map[string]string{ManagedByLabel: managedByValue}
+	baseNote := map[string]string{customBaseAnnotation: spec.BasePool}
 	zero := int32(0)
 	p := &extv1beta1.SandboxWarmPool{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels,
-			Annotations: map[string]string{lastUsedAnnotation: c.now().UTC().Format(time.RFC3339)}},
+			Annotations: map[string]string{lastUsedAnnotation: c.now().UTC().Format(time.RFC3339), customBaseAnnotation: spec.BasePool}},
 		Spec: extv1beta1.SandboxWarmPoolSpec{Replicas: &zero, TemplateRef: extv1beta1.SandboxTemplateRef{Name: name}},
 	}
+	// The pool first, then its template: CollectCustomPools deletes in that order too and
+	// deletes a template only while its pool is absent, so a pool that exists here keeps one.
 	_, err = pools.Create(ctx, p, metav1.CreateOptions{})
+	var unmarked error
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		if err := c.touch(ctx, namespace, name); err != nil {
-			return name, fmt.Errorf("%w: %w", ErrUnmarked, err)
+			unmarked = fmt.Errorf("%w: %w", ErrUnmarked, err)
 		}
-		return name, nil
 	case err != nil:
 		return "", fmt.Errorf("creating warm pool %q: %w", name, err)
 	}
-	return name, nil
+	t := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: baseNote}, Spec: derived}
+	if _, err := templates.Create(ctx, t, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("creating template %q: %w", name, err)
+	}
+	return name, unmarked
 }
 
 // touch marks a custom pool used now, which keeps CollectCustomPools away from it.
@@ -183,18 +187,24 @@ func (c *Client) CollectCustomPools(ctx context.Context, namespace string, unuse
 			}
 			continue
 		}
+		deleted = append(deleted, p.Name)
+		// Another replica may have made the pool again meanwhile (EnsureCustomPool makes the
+		// pool before the template): then the template stays.
+		if _, err := pools.Get(ctx, p.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			continue
+		}
 		err := c.ext.ExtensionsV1beta1().SandboxTemplates(namespace).Delete(ctx, p.Spec.TemplateRef.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting template %q: %w", p.Spec.TemplateRef.Name, err))
 		}
-		deleted = append(deleted, p.Name)
 	}
 	return deleted, errors.Join(errs...)
 }
 
 // CustomPolicy is the operator's rule for sandboxes built to order; the zero value allows none.
 type CustomPolicy struct {
-	// AllowedImages are exact image names, or prefixes when they end in "*".
+	// AllowedImages are exact image names, or prefixes when they end in "/*", ":*" or "@*"
+	// (CheckImagePattern): a prefix ends at a path, tag or digest boundary.
 	AllowedImages []string
 	MaxCPUMillis  int64
 	MaxMemoryMiB  int64
@@ -210,6 +220,19 @@ const (
 	// MinCustomMemoryMiB keeps a limit from being so small the runtime cannot start.
 	MinCustomMemoryMiB = 64
 )
+
+// CheckImagePattern refuses an allowed-image entry whose "*" does not follow "/", ":" or "@":
+// "registry/org*" would also allow "registry/org-evil/...".
+func CheckImagePattern(p string) error {
+	i := strings.Index(p, "*")
+	if i < 0 {
+		return nil
+	}
+	if i != len(p)-1 || i == 0 || !strings.ContainsRune("/:@", rune(p[i-1])) {
+		return fmt.Errorf("%q: a \"*\" may only end an entry, right after \"/\", \":\" or \"@\" (e.g. registry.example.com/sandboxes/*)", p)
+	}
+	return nil
+}
 
 // Enabled says whether any image may be asked for.
 func (p CustomPolicy) Enabled() bool { return len(p.AllowedImages) > 0 }

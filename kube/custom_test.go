@@ -128,3 +128,12 @@ func TestCustomPolicyAllowsImage(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckImagePattern(t *testing.T) {
+	for p, ok := range map[string]bool{"reg/a:1": true, "reg/team/*": true, "python:*": true, "img@*": true,
+		"reg/org*": false, "*": false, "reg/*/x": false, "reg/**": false} {
+		if err := CheckImagePattern(p); (err == nil) != ok {
+			t.Errorf("CheckImagePattern(%q) = %v, want ok %v", p, err, ok)
+		}
+	}
+}

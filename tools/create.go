@@ -61,7 +61,7 @@ func createTool(d Deps) server.ServerTool {
 			"image":  d.imageProp(),
 			"cpus":   d.cpusProp(),
 			"memory": d.memoryProp(),
-			"volume_size": prop{"type": "string", "minLength": 1, "maxLength": 32, "pattern": `^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$`,
+			"volume_size": prop{"type": "string", "minLength": 1, "maxLength": 32,
 				"description": fmt.Sprintf("Size of a persistent volume for the sandbox's workspace, a Kubernetes quantity such as \"2Gi\" "+
 					"(at most %s). It replaces the template's %q volume, survives a restart of the sandbox's pod and is deleted "+
 					"with the sandbox; the answer's volume_path says where it is mounted. Like env, only where the template allows "+

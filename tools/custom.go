@@ -87,22 +87,29 @@ func (d Deps) customPool(ctx context.Context, ns string, a createArgs) (string, 
 	if err != nil {
 		return "", false, err
 	}
-	// Unused custom pools of this namespace go now, off the call's path; the TTL protects the
-	// ones in use elsewhere.
+	// Unused custom pools of this namespace go now, off the call's path (one sweep per
+	// namespace at a time); the TTL protects the ones in use elsewhere.
 	go func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), collectTimeout)
-		defer cancel()
-		ttl := d.Custom.UnusedTTL
-		if ttl <= 0 {
-			ttl = kube.DefaultCustomUnusedTTL
-		}
-		deleted, err := d.Claims.CollectCustomPools(cctx, ns, ttl)
-		if err != nil {
-			d.Log.Warn().Err(err).Str("namespace", ns).Msg("collecting unused custom warm pools")
-		}
-		if len(deleted) > 0 {
-			d.Log.Info().Strs("pools", deleted).Str("namespace", ns).Msg("deleted unused custom warm pools")
-		}
+		_, _, _ = d.collecting.Do(ns, func() (any, error) {
+			d.collectCustomPools(context.WithoutCancel(ctx), ns)
+			return nil, nil
+		})
 	}()
 	return pool, true, nil
+}
+
+func (d Deps) collectCustomPools(ctx context.Context, ns string) {
+	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
+	defer cancel()
+	ttl := d.Custom.UnusedTTL
+	if ttl <= 0 {
+		ttl = kube.DefaultCustomUnusedTTL
+	}
+	deleted, err := d.Claims.CollectCustomPools(ctx, ns, ttl)
+	if err != nil {
+		d.Log.Warn().Err(err).Str("namespace", ns).Msg("collecting unused custom warm pools")
+	}
+	if len(deleted) > 0 {
+		d.Log.Info().Strs("pools", deleted).Str("namespace", ns).Msg("deleted unused custom warm pools")
+	}
 }

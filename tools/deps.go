@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
@@ -64,6 +65,8 @@ type Deps struct {
 	// counts; nil means the owner itself.
 	Principal OwnerFunc
 	quota     *quota
+	// collecting runs one collection of unused custom pools per namespace at a time.
+	collecting *singleflight.Group
 	// Tracker learns where owners create sandboxes (for cleanup when their session ends).
 	Tracker Tracker
 	// Ports serves expose_port; nil: the port tools say they are not available.

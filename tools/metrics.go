@@ -194,11 +194,13 @@ func (d Deps) sandboxMetrics(ctx context.Context, owner, namespace, name string)
 			row.DiskFreeBytes = &f.DiskFreeBytes
 		}
 		if !u.Measured && f.Cgroup {
+			// The figures are the main container's: so are the limits they are read against,
+			// where the cgroup says (the template's are the pod's, all containers together).
 			row.Source = sourceCgroup
-			if row.CPULimitMillicores == 0 {
+			if f.CPULimitMillis >= 0 {
 				row.CPULimitMillicores = f.CPULimitMillis
 			}
-			if row.MemoryLimitBytes == 0 {
+			if f.MemLimitBytes >= 0 {
 				row.MemoryLimitBytes = f.MemLimitBytes
 			}
 			row.setCPUMemory(f.CPUMillis, f.MemoryBytes)

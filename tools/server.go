@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
@@ -41,6 +42,9 @@ unexpose_port ends it.`,
 func All(d Deps) []server.ServerTool {
 	if d.quota == nil {
 		d.quota = newQuota() // shared by the tools built here
+	}
+	if d.collecting == nil {
+		d.collecting = &singleflight.Group{}
 	}
 	all := []server.ServerTool{
 		catalogTool(d), metricsTool(d), exposeTool(d), unexposeTool(d), createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),

@@ -32,30 +32,31 @@ type Figures struct {
 	MemLimitBytes  int64 // 0: unlimited
 }
 
-// script prints "disk USED_KB SIZE_KB AVAIL_KB" and, with $1 = 1, the cgroup's
-// "cpu BEFORE AFTER UNIT T0 T1", "mem USAGE INACTIVE LIMIT" and "cpumax QUOTA PERIOD", sampling CPU over $2 seconds. Fields
-// are printed as read (awk prints a field verbatim), so no 64-bit arithmetic in the shell.
+// script prints, with $1 = 1, the cgroup's "cpu BEFORE AFTER UNIT T0 T1" (sampled over $2
+// seconds), "mem USAGE INACTIVE LIMIT" and "cpumax QUOTA PERIOD", then "disk USED_KB SIZE_KB
+// AVAIL_KB": the cgroup first and du last, under a timeout of its own, so a huge tree costs only
+// the disk figure. Fields are printed as read (awk prints a field verbatim), so no 64-bit
+// arithmetic in the shell.
 const script = `cg=$1 iv=$2
-du=$(du -skx . 2>/dev/null | cut -f1)
-set -- $(df -Pk . 2>/dev/null | awk 'NR==2{print $2, $4}')
-echo "disk ${du:--1} ${1:--1} ${2:--1}"
-[ "$cg" = 1 ] || exit 0
-c=/sys/fs/cgroup
-if [ -r $c/cpu.stat ]; then
+c=/sys/fs/cgroup unit=
+if [ "$cg" = 1 ] && [ -r $c/cpu.stat ]; then
   cpu() { awk '$1=="usage_usec"{print $2}' $c/cpu.stat; }; unit=us
   mem="$(cat $c/memory.current) $(awk '$1=="inactive_file"{print $2}' $c/memory.stat) $(cat $c/memory.max)"
   cpumax=$(cat $c/cpu.max)
-elif [ -r $c/cpuacct/cpuacct.usage ]; then
+elif [ "$cg" = 1 ] && [ -r $c/cpuacct/cpuacct.usage ]; then
   cpu() { cat $c/cpuacct/cpuacct.usage; }; unit=ns
   mem="$(cat $c/memory/memory.usage_in_bytes) $(awk '$1=="total_inactive_file"{print $2}' $c/memory/memory.stat) $(cat $c/memory/memory.limit_in_bytes)"
   cpumax="$(cat $c/cpu/cpu.cfs_quota_us) $(cat $c/cpu/cpu.cfs_period_us)"
-else
-  exit 0
 fi
-a=$(cpu); t0=$(cut -d' ' -f1 /proc/uptime); sleep "$iv"; b=$(cpu); t1=$(cut -d' ' -f1 /proc/uptime)
-echo "cpu $a $b $unit $t0 $t1"
-echo "mem $mem"
-echo "cpumax $cpumax"`
+if [ -n "$unit" ]; then
+  a=$(cpu); t0=$(cut -d' ' -f1 /proc/uptime); sleep "$iv"; b=$(cpu); t1=$(cut -d' ' -f1 /proc/uptime)
+  echo "cpu $a $b $unit $t0 $t1"
+  echo "mem $mem"
+  echo "cpumax $cpumax"
+fi
+set -- $(df -Pk . 2>/dev/null | awk 'NR==2{print $2, $4}')
+if command -v timeout >/dev/null 2>&1; then du=$(timeout 5 du -skx . 2>/dev/null | cut -f1); else du=$(du -skx . 2>/dev/null | cut -f1); fi
+echo "disk ${du:--1} ${1:--1} ${2:--1}"`
 
 // SampleSeconds is how long the in-sandbox CPU sample spans.
 const SampleSeconds = 1
@@ -77,7 +78,7 @@ func Sample(ctx context.Context, e Execer, t conn.Target, cgroup bool, timeout t
 }
 
 func parse(out string) (Figures, error) {
-	f := Figures{DiskUsedBytes: -1, DiskTotalBytes: -1, DiskFreeBytes: -1, CPUMillis: -1, MemoryBytes: -1}
+	f := Figures{DiskUsedBytes: -1, DiskTotalBytes: -1, DiskFreeBytes: -1, CPUMillis: -1, MemoryBytes: -1, CPULimitMillis: -1, MemLimitBytes: -1}
 	var cpuSeen, memSeen bool
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
@@ -133,21 +134,31 @@ func cpuRate(before, after, unit, t0, t1 string) (int64, bool) {
 }
 
 // memLimit reads memory.max ("max") or memory.limit_in_bytes (a page-rounded 2^63 when
-// unlimited); 0 is unlimited.
+// unlimited); 0 is unlimited, -1 unreadable.
 func memLimit(s string) int64 {
+	if s == "max" {
+		return 0
+	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n >= 1<<62 {
+	switch {
+	case err != nil || n < 0:
+		return -1
+	case n >= 1<<62:
 		return 0
 	}
 	return n
 }
 
-// cpuLimit reads cpu.max ("max 100000") or cfs quota and period ("-1 100000"); 0 is unlimited.
+// cpuLimit reads cpu.max ("max 100000") or cfs quota and period ("-1 100000"); 0 is
+// unlimited, -1 unreadable.
 func cpuLimit(quota, period string) int64 {
+	if quota == "max" || quota == "-1" {
+		return 0
+	}
 	q, e1 := strconv.ParseInt(quota, 10, 64)
 	p, e2 := strconv.ParseInt(period, 10, 64)
 	if e1 != nil || e2 != nil || q <= 0 || p <= 0 {
-		return 0
+		return -1
 	}
 	return q * 1000 / p
 }

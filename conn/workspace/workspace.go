@@ -68,8 +68,11 @@ func (f FS) run(ctx context.Context, t conn.Target, script string, args ...strin
 	if err != nil {
 		return "", err
 	}
+	if o.Cut {
+		return "", fmt.Errorf("the sandbox's answer was larger than %d bytes; ask for less (a narrower range or fewer results)", maxAnswer)
+	}
 	answer, code, ok := decodeAnswer(o.Stdout)
-	if o.ExitCode != 0 || o.Cut || !ok || code != 0 {
+	if o.ExitCode != 0 || !ok || code != 0 {
 		return "", o.Failure(max(o.ExitCode, code))
 	}
 	return answer, nil

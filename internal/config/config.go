@@ -238,6 +238,9 @@ func (p *parser) custom() kube.CustomPolicy {
 	var c kube.CustomPolicy
 	for _, img := range strings.Split(p.str("CUSTOM_SANDBOXES__ALLOWED_IMAGES", ""), ",") {
 		if img = strings.TrimSpace(img); img != "" {
+			if err := kube.CheckImagePattern(img); err != nil {
+				p.fail("CUSTOM_SANDBOXES__ALLOWED_IMAGES", "%v", err)
+			}
 			c.AllowedImages = append(c.AllowedImages, img)
 		}
 	}

@@ -43,11 +43,15 @@ type Claims interface {
 	Get(ctx context.Context, namespace, name, owner string) (kube.Claim, error)
 }
 
+// PrincipalFunc names the authenticated caller of a request or call ("" when there is none).
+type PrincipalFunc func(context.Context) string
+
 // Registry holds the exposures of this server process.
 type Registry struct {
-	claims Claims
-	porter conn.Porter
-	log    zerolog.Logger
+	claims    Claims
+	porter    conn.Porter
+	principal PrincipalFunc
+	log       zerolog.Logger
 
 	mu      sync.Mutex
 	base    string // HTTP: the server's URL; "": a loopback listener per exposure
@@ -56,14 +60,23 @@ type Registry struct {
 
 type exposure struct {
 	token, owner, namespace, claim string
+	principal                      string // who exposed it; only they may use it
 	port                           int
 	url                            string
 	srv                            *http.Server // stdio: its own listener
+	host                           string       // stdio: the listener's address, the only Host accepted
+	// ended is cancelled when the exposure ends: streams and upgraded connections end with it.
+	ended  context.Context
+	cancel context.CancelFunc
 }
 
-// New makes a registry; SetBase switches it to serving under an HTTP server.
-func New(claims Claims, porter conn.Porter, log zerolog.Logger) *Registry {
-	return &Registry{claims: claims, porter: porter, log: log, byToken: map[string]*exposure{}}
+// New makes a registry; SetBase switches it to serving under an HTTP server. principal may
+// be nil (every request then counts as the same caller).
+func New(claims Claims, porter conn.Porter, principal PrincipalFunc, log zerolog.Logger) *Registry {
+	if principal == nil {
+		principal = func(context.Context) string { return "" }
+	}
+	return &Registry{claims: claims, porter: porter, principal: principal, log: log, byToken: map[string]*exposure{}}
 }
 
 // SetBase makes later exposures paths under base (the HTTP server's URL, no trailing slash).
@@ -96,17 +109,29 @@ func (r *Registry) Expose(ctx context.Context, owner, namespace, claim string, p
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("ports: token: %w", err)
 	}
-	e := &exposure{token: base64.RawURLEncoding.EncodeToString(b), owner: owner, namespace: namespace, claim: claim, port: port}
+	e := &exposure{token: base64.RawURLEncoding.EncodeToString(b), owner: owner, namespace: namespace, claim: claim, port: port,
+		principal: r.principal(ctx)}
+	e.ended, e.cancel = context.WithCancel(context.Background())
 	if r.base != "" {
 		e.url = r.base + PathPrefix + e.token + "/"
 	} else {
+		// Over stdio too the path carries the token: any local user can connect to a loopback
+		// port, and the Host check keeps web pages out (DNS rebinding).
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			e.cancel()
 			return "", fmt.Errorf("ports: listening on loopback: %w", err)
 		}
-		e.url = "http://" + ln.Addr().String() + "/"
-		e.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { r.proxy(w, req, e, req.URL.Path) }),
-			ReadHeaderTimeout: 10 * time.Second}
+		e.host = ln.Addr().String()
+		e.url = "http://" + e.host + "/" + e.token + "/"
+		e.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			path, ok := strings.CutPrefix(req.URL.Path, "/"+e.token+"/")
+			if !ok || !loopbackHost(req.Host, e.host) {
+				http.Error(w, "no such exposed port", http.StatusNotFound)
+				return
+			}
+			r.proxy(w, req, e, "/"+path)
+		}), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = e.srv.Serve(ln) }()
 	}
 	r.byToken[e.token] = e
@@ -137,11 +162,18 @@ func (r *Registry) remove(match func(*exposure) bool) int {
 	}
 	r.mu.Unlock()
 	for _, e := range gone {
+		e.cancel() // ends streams and upgraded connections, which Close leaves open
 		if e.srv != nil {
 			_ = e.srv.Close()
 		}
 	}
 	return len(gone)
+}
+
+// loopbackHost accepts the listener's own address, or localhost with its port.
+func loopbackHost(host, listener string) bool {
+	_, port, _ := net.SplitHostPort(listener)
+	return host == listener || host == "localhost:"+port
 }
 
 // Handler serves PathPrefix on the HTTP server.
@@ -152,7 +184,7 @@ func (r *Registry) Handler() http.Handler {
 		r.mu.Lock()
 		e := r.byToken[tok]
 		r.mu.Unlock()
-		if e == nil {
+		if e == nil || e.principal != r.principal(req.Context()) {
 			http.Error(w, "no such exposed port (it was unexposed, its sandbox is gone, or the server restarted): call expose_port again", http.StatusNotFound)
 			return
 		}
@@ -183,7 +215,13 @@ func (r *Registry) proxy(w http.ResponseWriter, req *http.Request, e *exposure, 
 			pr.Out.URL.Path = strings.TrimSuffix(ep.Base.Path, "/") + path
 			pr.Out.URL.RawPath = ""
 			pr.Out.Host = ""
-			pr.Out.Header.Del("Authorization") // the caller's credentials are for this server only
+			// The caller's credentials are for this server only, and routing is ours to say: a
+			// caller's own X-Sandbox-Pod-IP would send the router to any pod.
+			for k := range pr.Out.Header {
+				if strings.HasPrefix(k, "X-Sandbox-") || strings.HasPrefix(k, "X-Forwarded-") || k == "Forwarded" || k == "Authorization" {
+					pr.Out.Header.Del(k)
+				}
+			}
 			for k, v := range ep.Header {
 				pr.Out.Header[k] = v
 			}
@@ -195,7 +233,12 @@ func (r *Registry) proxy(w http.ResponseWriter, req *http.Request, e *exposure, 
 				"0.0.0.0, not only 127.0.0.1?): %v", e.port, err), http.StatusBadGateway)
 		},
 	}
-	rp.ServeHTTP(w, req)
+	// The request ends with the exposure too (unexpose_port, delete_sandbox).
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	stop := context.AfterFunc(e.ended, cancel)
+	defer stop()
+	rp.ServeHTTP(w, req.WithContext(ctx))
 }
 
 // Run sweeps exposures of deleted sandboxes until ctx ends, then closes every listener.

@@ -44,31 +44,39 @@ func (p fakePorter) Port(_ context.Context, t conn.Target, port int) (conn.PortE
 
 func setup(t *testing.T) (*Registry, *fakeClaims) {
 	t.Helper()
+	release := make(chan struct{})
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/stream" {
-			for i := range 3 {
-				fmt.Fprintf(w, "line %d\n", i)
-				w.(http.Flusher).Flush()
-			}
+		switch r.URL.Path {
+		case "/stream": // the rest only once the client has read the first line
+			fmt.Fprint(w, "line 0\n")
+			w.(http.Flusher).Flush()
+			<-release
+			fmt.Fprint(w, "line 1\nline 2\n")
+			return
+		case "/release":
+			close(release)
 			return
 		}
-		fmt.Fprintf(w, "path=%s query=%s port=%s id=%s auth=%q", r.URL.Path, r.URL.RawQuery, r.Header.Get("X-Sandbox-Port"),
-			r.Header.Get("X-Sandbox-ID"), r.Header.Get("Authorization"))
+		fmt.Fprintf(w, "path=%s query=%s port=%s id=%s auth=%q podip=%q", r.URL.Path, r.URL.RawQuery, r.Header.Get("X-Sandbox-Port"),
+			r.Header.Get("X-Sandbox-ID"), r.Header.Get("Authorization"), r.Header.Get("X-Sandbox-Pod-IP"))
 	}))
 	t.Cleanup(app.Close)
 	u, _ := url.Parse(app.URL)
 	claims := &fakeClaims{gone: map[string]bool{}}
-	r := New(claims, fakePorter{base: u}, zerolog.Nop())
+	r := New(claims, fakePorter{base: u}, func(ctx context.Context) string { p, _ := ctx.Value(principalKey{}).(string); return p }, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go r.Run(ctx)
 	return r, claims
 }
 
+type principalKey struct{}
+
 func get(t *testing.T, u string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	req.Header.Set("Authorization", "Bearer secret")
+	req.Header.Set("X-Sandbox-Pod-IP", "10.0.0.99") // a caller must not choose where the router goes
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +100,7 @@ func TestExposeOverHTTP(t *testing.T) {
 		t.Fatalf("urls %q then %q", u, again)
 	}
 	code, body := get(t, u+"a/b?x=1")
-	if want := `path=/a/b query=x=1 port=8080 id=c1-sbx auth=""`; code != 200 || body != want {
+	if want := `path=/a/b query=x=1 port=8080 id=c1-sbx auth="" podip=""`; code != 200 || body != want {
 		t.Errorf("proxied: %d %q, want %q", code, body, want)
 	}
 	resp, err := http.Get(u + "stream")
@@ -100,16 +108,27 @@ func TestExposeOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(resp.Body)
+	if !sc.Scan() || sc.Text() != "line 0" { // a buffering proxy would hold it back: the test then hangs
+		t.Fatalf("first streamed line %q", sc.Text())
+	}
+	get(t, u+"release")
 	var lines []string
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 	}
 	resp.Body.Close()
-	if len(lines) != 3 {
-		t.Errorf("streamed %q", lines)
+	if len(lines) != 2 {
+		t.Errorf("streamed after the first line: %q", lines)
 	}
 	if code, _ := get(t, srv.URL+PathPrefix+"nope/"); code != http.StatusNotFound {
 		t.Errorf("unknown token: %d", code)
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.Handler().ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), principalKey{}, "mallory")))
+	}))
+	t.Cleanup(other.Close)
+	if code, _ := get(t, strings.Replace(u, srv.URL, other.URL, 1)); code != http.StatusNotFound {
+		t.Errorf("another principal used the URL: %d", code)
 	}
 	if _, err := r.Expose(ctx, "bob", "ns", "c1", 8080); err == nil {
 		t.Error("another owner exposed alice's sandbox")
@@ -137,6 +156,15 @@ func TestExposeOverLoopback(t *testing.T) {
 	}
 	if code, body := get(t, u+"x"); code != 200 || !strings.HasPrefix(body, "path=/x ") {
 		t.Errorf("proxied: %d %q", code, body)
+	}
+	root := u[:strings.Index(u[len("http://"):], "/")+len("http://")+1]
+	if code, _ := get(t, root+"x"); code != http.StatusNotFound {
+		t.Errorf("without the token: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, u+"x", nil)
+	req.Host = "evil.example:80" // a web page's request after DNS rebinding
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("foreign Host: %v %v", resp, err)
 	}
 	if !r.Unexpose("alice", "ns", "c2", 0) {
 		t.Fatal("unexpose found nothing")

@@ -127,6 +127,9 @@ func HTTP(ctx context.Context, s *server.MCPServer, o HTTPOptions) error {
 		base := o.Settings.PublicURL
 		if base == "" {
 			base = "http://" + ln.Addr().String()
+			if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+				o.Log.Warn().Str("url", base).Msgf("expose_port URLs will name an address clients cannot use; set %s", VarPublicURL)
+			}
 		}
 		o.Ports.SetBase(base)
 	}
