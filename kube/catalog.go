@@ -20,15 +20,15 @@ type Pool struct {
 	Images          []string
 	Replicas, Ready int32
 	// EnvPolicy is the template's envVarsInjectionPolicy (Disallowed, Allowed, Overrides), or
-	// "" when the template is missing.
-	EnvPolicy string
+	// "" when the template is missing; VolumePolicy its volumeClaimTemplatesPolicy, the same way.
+	EnvPolicy, VolumePolicy string
 }
 
 // Template is a SandboxTemplate no warm pool uses (v1beta1 claims can only name pools).
 type Template struct {
-	Name      string
-	Images    []string
-	EnvPolicy string
+	Name                    string
+	Images                  []string
+	EnvPolicy, VolumePolicy string
 }
 
 // Catalog lists the warm pools of a namespace and the templates no pool uses: two LISTs.
@@ -54,14 +54,14 @@ func (c *Client) Catalog(ctx context.Context, namespace string) ([]Pool, []Templ
 		}
 		if t, ok := byName[pool.Template]; ok {
 			used[t.Name] = true
-			pool.Images, pool.EnvPolicy = images(t.Spec.PodTemplate.Spec), envPolicy(t)
+			pool.Images, pool.EnvPolicy, pool.VolumePolicy = images(t.Spec.PodTemplate.Spec), envPolicy(t), volumePolicy(t)
 		}
 		out = append(out, pool)
 	}
 	var rest []Template
 	for _, t := range templates.Items {
 		if !used[t.Name] {
-			rest = append(rest, Template{Name: t.Name, Images: images(t.Spec.PodTemplate.Spec), EnvPolicy: envPolicy(&t)})
+			rest = append(rest, Template{Name: t.Name, Images: images(t.Spec.PodTemplate.Spec), EnvPolicy: envPolicy(&t), VolumePolicy: volumePolicy(&t)})
 		}
 	}
 	slices.SortFunc(out, func(a, b Pool) int { return strings.Compare(a.Name, b.Name) })
@@ -82,6 +82,14 @@ func images(spec corev1.PodSpec) []string {
 // envPolicy is the template's policy with the API's default made explicit.
 func envPolicy(t *extv1beta1.SandboxTemplate) string {
 	if p := string(t.Spec.EnvVarsInjectionPolicy); p != "" {
+		return p
+	}
+	return "Disallowed"
+}
+
+// volumePolicy is the template's volumeClaimTemplatesPolicy with the API's default made explicit.
+func volumePolicy(t *extv1beta1.SandboxTemplate) string {
+	if p := string(t.Spec.VolumeClaimTemplatesPolicy); p != "" {
 		return p
 	}
 	return "Disallowed"

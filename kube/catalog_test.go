@@ -15,6 +15,7 @@ func TestCatalog(t *testing.T) {
 	tmpl := func(name, policy string, images ...string) *extv1beta1.SandboxTemplate {
 		t := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS}}
 		t.Spec.EnvVarsInjectionPolicy = extv1beta1.EnvVarsInjectionPolicy(policy)
+		t.Spec.VolumeClaimTemplatesPolicy = extv1beta1.VolumeClaimTemplatesPolicy(policy)
 		for _, img := range images {
 			t.Spec.PodTemplate.Spec.Containers = append(t.Spec.PodTemplate.Spec.Containers, corev1.Container{Name: img, Image: img})
 		}
@@ -43,15 +44,15 @@ func TestCatalog(t *testing.T) {
 	}
 	want := []Pool{
 		{Name: "orphan-pool", Template: "gone", Replicas: 1},
-		{Name: "python-pool", Template: "python", Images: []string{"py:1", "forward:1"}, Replicas: 3, Ready: 2, EnvPolicy: "Allowed"},
+		{Name: "python-pool", Template: "python", Images: []string{"py:1", "forward:1"}, Replicas: 3, Ready: 2, EnvPolicy: "Allowed", VolumePolicy: "Allowed"},
 	}
 	if !slices.EqualFunc(pools, want, func(a, b Pool) bool {
 		return a.Name == b.Name && a.Template == b.Template && slices.Equal(a.Images, b.Images) && a.Replicas == b.Replicas &&
-			a.Ready == b.Ready && a.EnvPolicy == b.EnvPolicy
+			a.Ready == b.Ready && a.EnvPolicy == b.EnvPolicy && a.VolumePolicy == b.VolumePolicy
 	}) {
 		t.Errorf("pools %+v\nwant %+v", pools, want)
 	}
-	if len(templates) != 1 || templates[0].Name != "cold" || templates[0].EnvPolicy != "Disallowed" || !slices.Equal(templates[0].Images, []string{"big:2"}) {
+	if len(templates) != 1 || templates[0].Name != "cold" || templates[0].EnvPolicy != "Disallowed" || templates[0].VolumePolicy != "Disallowed" || !slices.Equal(templates[0].Images, []string{"big:2"}) {
 		t.Errorf("templates without a pool: %+v", templates)
 	}
 }

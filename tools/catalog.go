@@ -24,6 +24,7 @@ type PoolInfo struct {
 	Ready        int32    `json:"ready" jsonschema:"sandboxes waiting to be claimed"`
 	Replicas     int32    `json:"replicas" jsonschema:"sandboxes the pool keeps"`
 	EnvOverrides string   `json:"env_overrides,omitempty" jsonschema:"the template's envVarsInjectionPolicy: Disallowed, Allowed or Overrides"`
+	Volumes      string   `json:"volumes,omitempty" jsonschema:"the template's volumeClaimTemplatesPolicy: create_sandbox's volume_size needs Allowed or Overrides"`
 }
 
 // TemplateInfo is a template no warm pool uses.
@@ -31,6 +32,7 @@ type TemplateInfo struct {
 	Name         string   `json:"name"`
 	Images       []string `json:"images,omitempty"`
 	EnvOverrides string   `json:"env_overrides"`
+	Volumes      string   `json:"volumes,omitempty"`
 }
 
 // NamespaceCatalog is what one namespace offers.
@@ -49,7 +51,7 @@ func catalogTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("list_sandbox_templates",
 		mcp.WithToolTitle("List warm pools and templates"),
 		mcp.WithDescription("Lists the warm pools create_sandbox can claim from (name, template, images, ready and desired "+
-			"sandboxes, whether the template lets a claim set environment variables) and the templates no pool uses. "+
+			"sandboxes, whether the template lets a claim set environment variables or a persistent volume) and the templates no pool uses. "+
 			"Call it when you do not know which warmpool to pass. namespace \"*\" lists every namespace this server "+
 			"may use (when its operator set them)."),
 		inputSchema(objectSchema(nil, map[string]prop{
@@ -100,10 +102,10 @@ func (d Deps) catalog(ctx context.Context, ns string) (NamespaceCatalog, error) 
 	c := NamespaceCatalog{Namespace: ns, Pools: make([]PoolInfo, 0, len(pools))}
 	for _, p := range pools {
 		c.Pools = append(c.Pools, PoolInfo{Name: p.Name, Template: p.Template, Images: p.Images, Ready: p.Ready,
-			Replicas: p.Replicas, EnvOverrides: p.EnvPolicy})
+			Replicas: p.Replicas, EnvOverrides: p.EnvPolicy, Volumes: p.VolumePolicy})
 	}
 	for _, t := range templates {
-		c.Templates = append(c.Templates, TemplateInfo{Name: t.Name, Images: t.Images, EnvOverrides: t.EnvPolicy})
+		c.Templates = append(c.Templates, TemplateInfo{Name: t.Name, Images: t.Images, EnvOverrides: t.EnvPolicy, Volumes: t.VolumePolicy})
 	}
 	return c, nil
 }

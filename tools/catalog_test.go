@@ -9,7 +9,7 @@ import (
 
 func TestCatalogAndPoolHint(t *testing.T) {
 	h := newHarness(t)
-	h.claims.pools = map[string][]kube.Pool{"ns1": {{Name: "python-pool", Template: "python", Images: []string{"py:1"}, Ready: 2, Replicas: 3, EnvPolicy: "Allowed"}}}
+	h.claims.pools = map[string][]kube.Pool{"ns1": {{Name: "python-pool", Template: "python", Images: []string{"py:1"}, Ready: 2, Replicas: 3, EnvPolicy: "Allowed", VolumePolicy: "Overrides"}}}
 	res := h.call(t, "list_sandbox_templates", map[string]any{"namespace": "ns1"})
 	if res.IsError {
 		t.Fatalf("list_sandbox_templates: %s", text(res))
@@ -20,7 +20,7 @@ func TestCatalogAndPoolHint(t *testing.T) {
 		t.Fatalf("catalog: %+v", got)
 	}
 	if p := got.Namespaces[0].Pools[0]; p.Name != "python-pool" || p.Template != "python" || len(p.Images) != 1 || p.Ready != 2 ||
-		p.Replicas != 3 || p.EnvOverrides != "Allowed" {
+		p.Replicas != 3 || p.EnvOverrides != "Allowed" || p.Volumes != "Overrides" {
 		t.Fatalf("pool: %+v", p)
 	}
 	if res := h.call(t, "list_sandbox_templates", map[string]any{"namespace": "*"}); !res.IsError || !strings.Contains(text(res), "K8S_SANDBOX_ALLOWED_NAMESPACES") {

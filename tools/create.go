@@ -65,7 +65,7 @@ func createTool(d Deps) server.ServerTool {
 				"description": fmt.Sprintf("Size of a persistent volume for the sandbox's workspace, a Kubernetes quantity such as \"2Gi\" "+
 					"(at most %s). It replaces the template's %q volume, survives a restart of the sandbox's pod and is deleted "+
 					"with the sandbox; the answer's volume_path says where it is mounted. Like env, only where the template allows "+
-					"it, and the sandbox starts fresh.", d.maxVolumeSizeText(), kube.WorkspaceVolume)},
+					"it (list_sandbox_templates: volumes Allowed or Overrides), and the sandbox starts fresh.", d.maxVolumeSizeText(), kube.WorkspaceVolume)},
 		})),
 		mcp.WithOutputSchema[CreateResult](),
 		hints(false, false, false),
@@ -202,7 +202,7 @@ func envHint(err error) string {
 			"execute_command or start_process instead, or use a pool that allows it."
 	case f.Reason == "VolumeClaimTemplatesError":
 		return " This warm pool's template does not allow a persistent volume. Leave volume_size out (the working directory " +
-			"lives as long as the sandbox; download_archive saves it), or use a pool whose template allows it."
+			"lives as long as the sandbox; download_archive saves it), or use a pool whose template allows it (list_sandbox_templates: volumes)."
 	}
 	return ""
 }

@@ -47,14 +47,7 @@ func exposeTool(d Deps) server.ServerTool {
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		const op = "expose the port"
-		var a portArgs
-		if err := bind(req, &a); err != nil {
-			return failure(op, claimRef{}, err), nil
-		}
-		ref, owner, err := d.caller(ctx, a.claimArgs)
-		if err == nil && d.Ports == nil {
-			err = errNoPorts
-		}
+		a, ref, owner, err := d.portCall(ctx, req)
 		var url string
 		if err == nil {
 			url, err = d.Ports.Expose(ctx, owner, ref.Namespace, ref.Name, a.Port)
@@ -77,18 +70,23 @@ func unexposeTool(d Deps) server.ServerTool {
 		hints(false, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		const op = "unexpose the port"
-		var a portArgs
-		if err := bind(req, &a); err != nil {
-			return failure(op, claimRef{}, err), nil
-		}
-		ref, owner, err := d.caller(ctx, a.claimArgs)
-		if err == nil && d.Ports == nil {
-			err = errNoPorts
-		}
+		a, ref, owner, err := d.portCall(ctx, req)
 		if err != nil {
-			return failure(op, ref, err), nil
+			return failure("unexpose the port", ref, err), nil
 		}
 		return structured(UnexposeResult{Unexposed: d.Ports.Unexpose(owner, ref.Namespace, ref.Name, a.Port)}), nil
 	}}
+}
+
+// portCall binds a port tool's arguments and names the caller; without a registry it fails.
+func (d Deps) portCall(ctx context.Context, req mcp.CallToolRequest) (portArgs, claimRef, string, error) {
+	var a portArgs
+	if err := bind(req, &a); err != nil {
+		return a, claimRef{}, "", err
+	}
+	ref, owner, err := d.caller(ctx, a.claimArgs)
+	if err == nil && d.Ports == nil {
+		err = errNoPorts
+	}
+	return a, ref, owner, err
 }

@@ -70,13 +70,15 @@ func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
 				Name     string   `json:"name"`
 				Images   []string `json:"images"`
 				Replicas int      `json:"replicas"`
+				Volumes  string   `json:"volumes"`
 			} `json:"pools"`
 		} `json:"namespaces"`
 	}](t, s, "list_sandbox_templates", map[string]any{"namespace": ns})
 	found := false
 	for _, n := range cat.Namespaces {
 		for _, p := range n.Pools {
-			found = found || (n.Namespace == ns && p.Name == pool && len(p.Images) > 0 && p.Replicas > 0)
+			// Both example templates allow volume_size.
+			found = found || (n.Namespace == ns && p.Name == pool && len(p.Images) > 0 && p.Replicas > 0 && p.Volumes == "Allowed")
 		}
 	}
 	if len(cat.Namespaces) != 1 || !found {
