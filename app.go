@@ -96,10 +96,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stop = stop
 	if porter, ok := a.conn.(conn.Porter); ok {
-		a.ports = ports.New(a.claims, porter, func(ctx context.Context) string {
-			p, _ := auth.PrincipalFrom(ctx)
-			return p.Name()
-		}, a.log)
+		a.ports = ports.New(a.claims, porter, principalOf, a.log)
 		a.deps.Ports = a.ports
 		go a.ports.Run(bg)
 	}
@@ -197,6 +194,7 @@ func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer)
 func (a *app) serveHTTP(ctx context.Context) error {
 	a.deps.Owner = a.owners.HTTP
 	a.deps.Principal = a.owners.HTTPPrincipal
+	a.deps.Who = principalOf
 	sessions := serve.NewSessions(serve.SessionOptions{
 		Settings: a.httpSet, IdleTTL: a.f.sessionTTL, Log: a.log, ReleasesSandboxes: !a.cfg.KeepOnSessionEnd,
 		OnEnd: func(sessionID, reason string) {
@@ -218,4 +216,10 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		o.Ports = &serve.PortsRoute{Prefix: ports.PathPrefix, Handler: a.ports.Handler(), SetBase: a.ports.SetBase}
 	}
 	return serve.HTTP(ctx, s, o)
+}
+
+// principalOf is the authenticated caller in its source-qualified form ("static:alice"), or "".
+func principalOf(ctx context.Context) string {
+	p, _ := auth.PrincipalFrom(ctx)
+	return p.String()
 }

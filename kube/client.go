@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	metricsclientset "k8s.io/metrics/pkg/client/clientset/versioned"
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 	sandboxclientset "sigs.k8s.io/agent-sandbox/clients/k8s/clientset/versioned"
@@ -37,6 +39,8 @@ type Client struct {
 	core     sandboxclientset.Interface
 	dyn      dynamic.Interface
 	metrics  metricsclientset.Interface // nil: Usage reports ErrNoMetrics
+	recorder record.EventRecorder       // nil: Audit records nothing
+	stopRec  func()
 	ownerKey string
 	cache    *watchCache // nil: every read goes to the API
 
@@ -85,6 +89,11 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 	if c.metrics, err = metricsclientset.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("building metrics client: %w", err)
 	}
+	events, err := typedcorev1.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("building events client: %w", err)
+	}
+	c.recorder, c.stopRec = newAuditor(events)
 	if o.maxWatched > 0 {
 		c.cache = newWatchCache(ext, core, ownerLabelKey, o)
 	}
@@ -95,6 +104,9 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 func (c *Client) Close() {
 	if c.cache != nil {
 		c.cache.close()
+	}
+	if c.stopRec != nil {
+		c.stopRec()
 	}
 }
 

@@ -25,6 +25,8 @@ type Claims interface {
 	Usage(ctx context.Context, namespace, name, owner string) (kube.Usage, error)
 	EnsureCustomPool(ctx context.Context, namespace string, spec kube.CustomSpec) (string, error)
 	CollectCustomPools(ctx context.Context, namespace string, unused time.Duration) ([]string, error)
+	// Audit records a create, delete or command on the claim (a Kubernetes Event).
+	Audit(namespace, name, owner, principal, tool, outcome string, took time.Duration)
 }
 
 // OwnerFunc names the caller that owns sandboxes: a valid Kubernetes label value.
@@ -71,6 +73,9 @@ type Deps struct {
 	Tracker Tracker
 	// Ports serves expose_port; nil: the port tools say they are not available.
 	Ports Ports
+	// Who names the authenticated caller on audit Events ("static:alice"); nil or "": the
+	// Principal label, else the owner.
+	Who func(ctx context.Context) string
 	// Observer counts calls, sandboxes and output (internal/telemetry); nil: none.
 	Observer Observer
 }

@@ -31,6 +31,7 @@ type fakeClaims struct {
 	usage      map[string]kube.Usage  // Usage's figures per namespace/name (Claim is filled in)
 	custom     []kube.CustomSpec      // EnsureCustomPool's requests
 	collected  chan string            // CollectCustomPools' namespaces, when set
+	audits     []string               // Audit's calls: "namespace/name principal tool outcome"
 }
 
 func newFakeClaims() *fakeClaims {
@@ -125,6 +126,12 @@ func (f *fakeClaims) CollectCustomPools(_ context.Context, ns string, _ time.Dur
 		f.collected <- ns
 	}
 	return nil, nil
+}
+
+func (f *fakeClaims) Audit(ns, name, _, principal, tool, outcome string, _ time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.audits = append(f.audits, fmt.Sprintf("%s/%s %s %s %s", ns, name, principal, tool, outcome))
 }
 
 func (f *fakeClaims) CountPrincipal(_ context.Context, ns, principal string) (int, error) {

@@ -58,3 +58,24 @@ func TestPortTools(t *testing.T) {
 		t.Errorf("without a registry: %s", text(res))
 	}
 }
+
+func TestAuditEvents(t *testing.T) {
+	h := newHarness(t)
+	res := h.call(t, "create_sandbox", map[string]any{"warmpool": "p", "namespace": "ns1"})
+	var cr CreateResult
+	decode(t, res.StructuredContent, &cr)
+	args := map[string]any{"sandbox_claim_name": cr.SandboxClaimName, "namespace": "ns1"}
+	h.call(t, "execute_command", map[string]any{"sandbox_claim_name": cr.SandboxClaimName, "namespace": "ns1", "command": "true"})
+	h.call(t, "list_files", map[string]any{"sandbox_claim_name": cr.SandboxClaimName, "namespace": "ns1", "path": "."}) // not audited
+	h.call(t, "execute_command", map[string]any{"sandbox_claim_name": "nope", "namespace": "ns1", "command": "true"})
+	h.call(t, "delete_sandbox", args)
+	want := []string{
+		"ns1/" + cr.SandboxClaimName + " " + testOwner + " create_sandbox ok",
+		"ns1/" + cr.SandboxClaimName + " " + testOwner + " execute_command ok",
+		"ns1/nope " + testOwner + " execute_command tool_error",
+		"ns1/" + cr.SandboxClaimName + " " + testOwner + " delete_sandbox ok",
+	}
+	if strings.Join(h.claims.audits, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audits:\n%s\nwant:\n%s", strings.Join(h.claims.audits, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -75,6 +75,31 @@ func NewServer(d Deps, version string, opts ...server.ServerOption) *server.MCPS
 	return s
 }
 
+// audited are the tools whose calls leave an Event on the claim: creates, deletes, commands.
+var audited = map[string]bool{"create_sandbox": true, "delete_sandbox": true, "execute_command": true, "run_code": true, "start_process": true}
+
+func structuredOf(res *mcp.CallToolResult) any {
+	if res == nil {
+		return nil
+	}
+	return res.StructuredContent
+}
+
+// who names the caller on audit Events: the principal where there is one, else the owner.
+func (d Deps) who(ctx context.Context, owner string) string {
+	if d.Who != nil {
+		if w := d.Who(ctx); w != "" {
+			return w
+		}
+	}
+	if d.Principal != nil {
+		if p, err := d.Principal(ctx); err == nil && p != "" {
+			return p
+		}
+	}
+	return owner
+}
+
 // logCalls writes one line per tool call: who, what, where, how long, how it ended. Never
 // arguments' content, file data or output.
 func (d Deps) logCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc {
@@ -101,6 +126,14 @@ func (d Deps) logCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		ev.Str("tool", req.Params.Name).Str("owner", owner).Str("namespace", ns).Str("claim", claim).
 			Dur("duration", time.Since(start)).Str("outcome", outcome).Msg("tool call")
 		d.observe().CallEnded(req.Params.Name, outcome, time.Since(start))
+		if audited[req.Params.Name] {
+			if cr, ok := structuredOf(res).(CreateResult); ok && claim == "" {
+				ns, claim = cr.Namespace, cr.SandboxClaimName
+			}
+			if claim != "" && outcome != "protocol_error" {
+				d.Claims.Audit(ns, claim, owner, d.who(ctx, owner), req.Params.Name, outcome, time.Since(start))
+			}
+		}
 		return res, err
 	}
 }

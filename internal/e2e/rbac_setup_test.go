@@ -55,7 +55,7 @@ var specPerms = []perm{
 	{sandboxGroup, "sandboxes", "get"}, {sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"},
 	{gatewayGroup, "gateways", "get"}, {gatewayGroup, "gateways", "list"}, {gatewayGroup, "gateways", "watch"},
 	{claimsGroup, "sandboxwarmpools", "list"}, {claimsGroup, "sandboxtemplates", "list"},
-	{metricsGroup, "pods", "get"},
+	{metricsGroup, "pods", "get"}, {"", "events", "create"}, {"", "events", "patch"},
 	{claimsGroup, "sandboxtemplates", "get"}, {claimsGroup, "sandboxtemplates", "create"}, {claimsGroup, "sandboxtemplates", "delete"},
 	{claimsGroup, "sandboxwarmpools", "get"}, {claimsGroup, "sandboxwarmpools", "create"}, {claimsGroup, "sandboxwarmpools", "patch"},
 	{claimsGroup, "sandboxwarmpools", "delete"},
@@ -65,9 +65,11 @@ var specPerms = []perm{
 // list/watch on sandboxes feed the watch cache (without it every call reads the API), and
 // list on gateways is never used (one Gateway is read and watched by name); patch on warm pools and
 // delete on warm pools and templates keep sandboxes built to order tidy (marking a reused derived
-// pool, collecting unused ones: TestCreateToOrder), and a create works without them.
+// pool, collecting unused ones: TestCreateToOrder), and a create works without them; events
+// are the audit trail (TestPrometheusMetrics reads them), which no tool waits for.
 var optionalPerms = []perm{{sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"}, {gatewayGroup, "gateways", "list"},
-	{claimsGroup, "sandboxwarmpools", "patch"}, {claimsGroup, "sandboxwarmpools", "delete"}, {claimsGroup, "sandboxtemplates", "delete"}}
+	{claimsGroup, "sandboxwarmpools", "patch"}, {claimsGroup, "sandboxwarmpools", "delete"}, {claimsGroup, "sandboxtemplates", "delete"},
+	{"", "events", "create"}, {"", "events", "patch"}}
 
 // deployManifests is what the tests take from deploy/: the RBAC objects and the settings.
 type deployManifests struct {

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestPrometheusMetrics: the counters on --metrics-addr match the calls a client made, and
@@ -72,5 +75,34 @@ func TestPrometheusMetrics(t *testing.T) {
 	}
 	if code, _ := get(base + "/metrics"); code == 200 {
 		t.Error("metrics are served on the MCP address")
+	}
+
+	// The audit trail: Events on the claim naming the principal, the tool and the outcome.
+	want := []string{"create_sandbox by static:alice: ok", "execute_command by static:alice: ok", "delete_sandbox by static:alice: ok"}
+	var seen []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		evs, err := stack.Kube.CoreV1().Events(ns.Name).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=MCPToolCall"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = seen[:0]
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == created.SandboxClaimName && e.InvolvedObject.Kind == "SandboxClaim" {
+				seen = append(seen, e.Message)
+			}
+		}
+		if all := strings.Join(seen, "\n"); strings.Contains(all, want[0]) && strings.Contains(all, want[1]) && strings.Contains(all, want[2]) {
+			break
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(strings.Join(seen, "\n"), w) {
+			t.Errorf("no Event %q on the claim; saw %q", w, seen)
+		}
+	}
+	for _, m := range seen {
+		if strings.Contains(m, "echo") || strings.Contains(m, "exit 3") {
+			t.Errorf("an Event carries a command: %q", m)
+		}
 	}
 }
