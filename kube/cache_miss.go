@@ -110,3 +110,22 @@ func (w *watchCache) deletedHere(namespace string, uid types.UID) bool {
 	_, ok := nw.forgotten.Get(uid)
 	return ok
 }
+
+// patchedKey marks a claim this process just patched (expose_port): for absentTTL its reads
+// go to the API, so the process reads its own write before the watch delivers it.
+type patchedKey string
+
+func (w *watchCache) markPatched(namespace, name string) {
+	if nw := w.use(namespace, false); nw != nil {
+		nw.forgotten.Add(patchedKey(name), struct{}{}, absentTTL)
+	}
+}
+
+func (w *watchCache) patchedHere(namespace, name string) bool {
+	nw := w.use(namespace, false)
+	if nw == nil {
+		return false
+	}
+	_, ok := nw.forgotten.Get(patchedKey(name))
+	return ok
+}

@@ -107,10 +107,10 @@ func (noObserver) Output(int, int)                         {}
 
 // Ports gives a sandbox's TCP port a URL through this server (internal/ports implements it).
 type Ports interface {
-	// Expose checks the owner's claim and returns the port's URL (the same one while exposed).
+	// Expose records a new URL for the port on the owner's claim and returns it.
 	Expose(ctx context.Context, owner, namespace, claim string, port int) (string, error)
-	// Unexpose ends one exposure (port 0: all of the claim's) and says whether there was one.
-	Unexpose(owner, namespace, claim string, port int) bool
+	// Unexpose ends one port's URLs (port 0: all of the claim's) and says whether there were any.
+	Unexpose(ctx context.Context, owner, namespace, claim string, port int) (bool, error)
 	// Forget ends every exposure of a deleted claim.
 	Forget(namespace, claim string)
 }

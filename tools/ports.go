@@ -38,7 +38,8 @@ func exposeTool(d Deps) server.ServerTool {
 			"start_process) through this server, for HTTP, streaming and WebSocket. The program must listen on 0.0.0.0 "+
 			"(not only 127.0.0.1). Over HTTP the URL is a path under this server and needs the same credentials as the MCP "+
 			"endpoint, so links must be relative; over stdio it is a port on 127.0.0.1 of this machine. It ends with "+
-			"unexpose_port or when the sandbox is deleted. Calling it again returns the same URL."),
+			"unexpose_port or when the sandbox is deleted. Calling it again gives a new URL; the earlier ones keep working "+
+			"until unexpose_port."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "port"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port the program listens on in the sandbox"),
 		})),
@@ -71,10 +72,14 @@ func unexposeTool(d Deps) server.ServerTool {
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, ref, owner, err := d.portCall(ctx, req)
+		var found bool
+		if err == nil {
+			found, err = d.Ports.Unexpose(ctx, owner, ref.Namespace, ref.Name, a.Port)
+		}
 		if err != nil {
 			return failure("unexpose the port", ref, err), nil
 		}
-		return structured(UnexposeResult{Unexposed: d.Ports.Unexpose(owner, ref.Namespace, ref.Name, a.Port)}), nil
+		return structured(UnexposeResult{Unexposed: found}), nil
 	}}
 }
 

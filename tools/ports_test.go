@@ -14,10 +14,10 @@ func (f *fakePorts) Expose(_ context.Context, owner, ns, claim string, port int)
 	return u, nil
 }
 
-func (f *fakePorts) Unexpose(owner, ns, claim string, port int) bool {
+func (f *fakePorts) Unexpose(_ context.Context, owner, ns, claim string, port int) (bool, error) {
 	_, ok := f.exposed[ns+"/"+claim]
 	delete(f.exposed, ns+"/"+claim)
-	return ok
+	return ok, nil
 }
 
 func (f *fakePorts) Forget(ns, claim string) { delete(f.exposed, ns+"/"+claim) }

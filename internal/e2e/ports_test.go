@@ -74,8 +74,9 @@ func TestExposePort(t *testing.T) {
 			call[processInfo](t, s, "start_process", with(map[string]any{"command": "python3", "args": []any{"-c", upgradeEcho}}))
 
 			web := call[struct{ URL string }](t, s, "expose_port", with(map[string]any{"port": 8765})).URL
-			if again := call[struct{ URL string }](t, s, "expose_port", with(map[string]any{"port": 8765})).URL; again != web {
-				t.Errorf("expose_port twice: %q then %q", web, again)
+			again := call[struct{ URL string }](t, s, "expose_port", with(map[string]any{"port": 8765})).URL
+			if again == web {
+				t.Errorf("expose_port twice gave the same URL %q", web)
 			}
 			if tc.http && !strings.Contains(web, "/ports/") || !tc.http && !strings.HasPrefix(web, "http://127.0.0.1:") {
 				t.Errorf("url %q for http=%v", web, tc.http)
@@ -89,6 +90,9 @@ func TestExposePort(t *testing.T) {
 			}
 			if code != 200 || body != "hello-port\n" {
 				t.Fatalf("GET through expose_port: %d %q", code, body)
+			}
+			if code, body := fetch(t, again+"hello.txt", auth); code != 200 || body != "hello-port\n" {
+				t.Errorf("GET through the second URL: %d %q", code, body)
 			}
 			if tc.http {
 				if code, _ := fetch(t, web+"hello.txt", ""); code != http.StatusUnauthorized {
@@ -108,8 +112,10 @@ func TestExposePort(t *testing.T) {
 			if !call[struct{ Unexposed bool }](t, s, "unexpose_port", with(map[string]any{"port": 8765})).Unexposed {
 				t.Error("unexpose_port found nothing")
 			}
-			if code, _ := fetch(t, web+"hello.txt", auth); code == 200 {
-				t.Error("the URL still works after unexpose_port")
+			for _, u := range []string{web, again} {
+				if code, _ := fetch(t, u+"hello.txt", auth); code == 200 {
+					t.Errorf("%s still works after unexpose_port", u)
+				}
 			}
 			call[map[string]any](t, s, "delete_sandbox", with(nil))
 			if echoed := upgradeRoundTrip(t, ws, auth); echoed == "PING\n" {

@@ -51,7 +51,7 @@ var (
 // list_sandbox_templates lists and get_sandbox_metrics reads.
 var specPerms = []perm{
 	{claimsGroup, "sandboxclaims", "create"}, {claimsGroup, "sandboxclaims", "get"}, {claimsGroup, "sandboxclaims", "list"},
-	{claimsGroup, "sandboxclaims", "watch"}, {claimsGroup, "sandboxclaims", "delete"},
+	{claimsGroup, "sandboxclaims", "watch"}, {claimsGroup, "sandboxclaims", "delete"}, {claimsGroup, "sandboxclaims", "patch"},
 	{sandboxGroup, "sandboxes", "get"}, {sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"},
 	{gatewayGroup, "gateways", "get"}, {gatewayGroup, "gateways", "list"}, {gatewayGroup, "gateways", "watch"},
 	{claimsGroup, "sandboxwarmpools", "list"}, {claimsGroup, "sandboxtemplates", "list"},

@@ -115,6 +115,9 @@ func verbCases() []verbCase {
 			}
 		}},
 		{claims("watch"), func(t *testing.T, p probe, q perm) { p.createFails(t, p.session(t), q) }},
+		{claims("patch"), func(t *testing.T, p probe, q perm) { // the exposure is recorded on the claim
+			p.forbidden(t, callError(t, p.session(t), "expose_port", p.args(map[string]any{"port": 8000})), q)
+		}},
 		{claims("delete"), func(t *testing.T, p probe, q perm) {
 			p.forbidden(t, callError(t, p.session(t), "delete_sandbox", p.args(nil)), q)
 			p.claimAlive(t)

@@ -1,21 +1,29 @@
 // Package ports serves expose_port: a URL that reaches one TCP port of a sandbox through this
-// server. Over HTTP it is a path under the server's own address (/ports/<token>/), behind the
-// same authentication as /mcp plus the unguessable token; over stdio, a listener of its own on
-// 127.0.0.1. Every request is proxied (httputil.ReverseProxy: streaming responses and WebSocket
-// upgrades pass through) the way the connection type reaches the sandbox (conn.Porter). An
-// exposure ends with unexpose_port, with its sandbox (checked on every request and by a sweep),
-// or with the server process.
+// server. Over HTTP it is a path under the server's own address
+// (/ports/<namespace>/<claim>/<port>/<token>/), behind the same authentication as /mcp plus the
+// unguessable token; over stdio, a listener of its own on 127.0.0.1. Every request is proxied
+// (httputil.ReverseProxy: streaming responses and WebSocket upgrades pass through) the way the
+// connection type reaches the sandbox (conn.Porter).
+//
+// The exposure lives on the claim (kube.Exposure: who exposed it and the hashes of its tokens),
+// not in this process, so any replica of the server serves the URL, and it ends with
+// unexpose_port or with the claim. What a process holds is only its own: the open requests it
+// proxies and, over stdio, the listeners; a check against the claims ends those whose exposure
+// ended elsewhere.
 package ports
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,54 +37,59 @@ import (
 // PathPrefix is where exposures live on the HTTP server.
 const PathPrefix = "/ports/"
 
-// MaxPerOwner bounds the exposures one owner holds at once.
-const MaxPerOwner = 32
+// checkEvery is how often open requests and listeners are checked against their claims
+// (from the watch cache), so an exposure ended by another replica ends here too.
+const checkEvery = 2 * time.Second
 
-// sweepEvery is how often exposures of deleted sandboxes are looked for.
-const sweepEvery = 30 * time.Second
-
-// ErrTooMany is an owner at MaxPerOwner.
-var ErrTooMany = errors.New("too many exposed ports")
-
-// Claims finds a caller's claim; a gone or foreign one is kube.ErrNotFound.
-type Claims interface {
-	Get(ctx context.Context, namespace, name, owner string) (kube.Claim, error)
+// Store records exposures on the claims (kube.Client implements it).
+type Store interface {
+	Expose(ctx context.Context, namespace, name, owner string, port int, principal, tokenHash string) error
+	Unexpose(ctx context.Context, namespace, name, owner string, port int) (bool, error)
+	Exposed(ctx context.Context, namespace, name string) (kube.Claim, map[int]kube.Exposure, error)
 }
 
 // PrincipalFunc names the authenticated caller of a request or call ("" when there is none).
 type PrincipalFunc func(context.Context) string
 
-// Registry holds the exposures of this server process.
+// Registry serves the exposures of every claim this server made.
 type Registry struct {
-	claims    Claims
+	store     Store
 	porter    conn.Porter
 	principal PrincipalFunc
 	log       zerolog.Logger
 
-	mu      sync.Mutex
-	base    string // HTTP: the server's URL; "": a loopback listener per exposure
-	byToken map[string]*exposure
+	mu        sync.Mutex
+	base      string // HTTP: the server's URL; "": a loopback listener per exposed port
+	listeners map[key]*listener
+	open      map[*openRequest]struct{}
 }
 
-type exposure struct {
-	token, owner, namespace, claim string
-	principal                      string // who exposed it; only they may use it
-	port                           int
-	url                            string
-	srv                            *http.Server // stdio: its own listener
-	host                           string       // stdio: the listener's address, the only Host accepted
-	// ended is cancelled when the exposure ends: streams and upgraded connections end with it.
-	ended  context.Context
-	cancel context.CancelFunc
+// key names one exposed port.
+type key struct {
+	namespace, claim string
+	port             int
+}
+
+type listener struct {
+	srv  *http.Server
+	host string // the listener's address, the only Host accepted
+}
+
+// openRequest is a proxied request this process is serving, ended when its exposure ends.
+type openRequest struct {
+	key
+	tokenHash string
+	cancel    context.CancelFunc
 }
 
 // New makes a registry; SetBase switches it to serving under an HTTP server. principal may
 // be nil (every request then counts as the same caller).
-func New(claims Claims, porter conn.Porter, principal PrincipalFunc, log zerolog.Logger) *Registry {
+func New(store Store, porter conn.Porter, principal PrincipalFunc, log zerolog.Logger) *Registry {
 	if principal == nil {
 		principal = func(context.Context) string { return "" }
 	}
-	return &Registry{claims: claims, porter: porter, principal: principal, log: log, byToken: map[string]*exposure{}}
+	return &Registry{store: store, porter: porter, principal: principal, log: log,
+		listeners: map[key]*listener{}, open: map[*openRequest]struct{}{}}
 }
 
 // SetBase makes later exposures paths under base (the HTTP server's URL, no trailing slash).
@@ -86,88 +99,96 @@ func (r *Registry) SetBase(base string) {
 	r.base = strings.TrimSuffix(base, "/")
 }
 
-// Expose returns the URL for port of the owner's claim, the same one while it is exposed.
+func hashToken(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(sum[:])
+}
+
+// Expose returns a new URL for port of the owner's claim. Earlier URLs of the port keep
+// working (the newest few; see kube.Exposure) until unexpose_port.
 func (r *Registry) Expose(ctx context.Context, owner, namespace, claim string, port int) (string, error) {
-	if _, err := r.claims.Get(ctx, namespace, claim, owner); err != nil {
-		return "", err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.byToken {
-		if e.owner == owner && e.namespace == namespace && e.claim == claim && e.port == port {
-			return e.url, nil
-		}
-		if e.owner == owner {
-			n++
-		}
-	}
-	if n >= MaxPerOwner {
-		return "", fmt.Errorf("%w: %d are open; unexpose_port one first", ErrTooMany, n)
-	}
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("ports: token: %w", err)
 	}
-	e := &exposure{token: base64.RawURLEncoding.EncodeToString(b), owner: owner, namespace: namespace, claim: claim, port: port,
-		principal: r.principal(ctx)}
-	e.ended, e.cancel = context.WithCancel(context.Background())
-	if r.base != "" {
-		e.url = r.base + PathPrefix + e.token + "/"
-	} else {
-		// Over stdio too the path carries the token: any local user can connect to a loopback
-		// port, and the Host check keeps web pages out (DNS rebinding).
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			e.cancel()
-			return "", fmt.Errorf("ports: listening on loopback: %w", err)
-		}
-		e.host = ln.Addr().String()
-		e.url = "http://" + e.host + "/" + e.token + "/"
-		e.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			path, ok := strings.CutPrefix(req.URL.Path, "/"+e.token+"/")
-			if !ok || !loopbackHost(req.Host, e.host) {
-				http.Error(w, "no such exposed port", http.StatusNotFound)
-				return
-			}
-			r.proxy(w, req, e, "/"+path)
-		}), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = e.srv.Serve(ln) }()
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	if err := r.store.Expose(ctx, namespace, claim, owner, port, r.principal(ctx), hashToken(tok)); err != nil {
+		return "", err
 	}
-	r.byToken[e.token] = e
-	return e.url, nil
+	k := key{namespace: namespace, claim: claim, port: port}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.base != "" {
+		return fmt.Sprintf("%s%s%s/%s/%d/%s/", r.base, PathPrefix, namespace, claim, port, tok), nil
+	}
+	l, err := r.listenLocked(k)
+	if err != nil {
+		return "", err
+	}
+	return "http://" + l.host + "/" + tok + "/", nil
+}
+
+// listenLocked returns the stdio listener of k, starting it the first time. Over stdio too the
+// path carries the token: any local user can connect to a loopback port, and the Host check
+// keeps web pages out (DNS rebinding).
+func (r *Registry) listenLocked(k key) (*listener, error) {
+	if l := r.listeners[k]; l != nil {
+		return l, nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("ports: listening on loopback: %w", err)
+	}
+	l := &listener{host: ln.Addr().String()}
+	l.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		tok, path, ok := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
+		if !ok || !loopbackHost(req.Host, l.host) {
+			http.Error(w, "no such exposed port", http.StatusNotFound)
+			return
+		}
+		r.serve(w, req, k, tok, "/"+path)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = l.srv.Serve(ln) }()
+	r.listeners[k] = l
+	return l, nil
 }
 
 // Unexpose ends the owner's exposure of port (all of the claim's ports when port is 0) and
 // says whether there was one.
-func (r *Registry) Unexpose(owner, namespace, claim string, port int) bool {
-	return r.remove(func(e *exposure) bool {
-		return e.owner == owner && e.namespace == namespace && e.claim == claim && (port == 0 || e.port == port)
-	}) > 0
+func (r *Registry) Unexpose(ctx context.Context, owner, namespace, claim string, port int) (bool, error) {
+	found, err := r.store.Unexpose(ctx, namespace, claim, owner, port)
+	if err != nil {
+		return false, err
+	}
+	r.end(func(k key) bool { return k.namespace == namespace && k.claim == claim && (port == 0 || k.port == port) })
+	return found, nil
 }
 
-// Forget ends every exposure of a claim (it was deleted).
+// Forget ends what this process holds for a claim (it was deleted).
 func (r *Registry) Forget(namespace, claim string) {
-	r.remove(func(e *exposure) bool { return e.namespace == namespace && e.claim == claim })
+	r.end(func(k key) bool { return k.namespace == namespace && k.claim == claim })
 }
 
-func (r *Registry) remove(match func(*exposure) bool) int {
+// end closes the listeners and open requests of every port that match says ended.
+func (r *Registry) end(match func(key) bool) {
 	r.mu.Lock()
-	var gone []*exposure
-	for tok, e := range r.byToken {
-		if match(e) {
-			gone = append(gone, e)
-			delete(r.byToken, tok)
+	var closing []*listener
+	for k, l := range r.listeners {
+		if match(k) {
+			closing = append(closing, l)
+			delete(r.listeners, k)
+		}
+	}
+	for o := range r.open {
+		if match(o.key) {
+			o.cancel() // ends streams and upgraded connections, which Close leaves open
+			delete(r.open, o)
 		}
 	}
 	r.mu.Unlock()
-	for _, e := range gone {
-		e.cancel() // ends streams and upgraded connections, which Close leaves open
-		if e.srv != nil {
-			_ = e.srv.Close()
-		}
+	for _, l := range closing {
+		_ = l.srv.Close()
 	}
-	return len(gone)
 }
 
 // loopbackHost accepts the listener's own address, or localhost with its port.
@@ -176,40 +197,61 @@ func loopbackHost(host, listener string) bool {
 	return host == listener || host == "localhost:"+port
 }
 
-// Handler serves PathPrefix on the HTTP server.
+// notExposed is the one answer for a URL that is not (or no longer) valid, whatever the reason,
+// so that a guess learns nothing.
+const notExposed = "no such exposed port (it was unexposed, or its sandbox is gone): call expose_port again"
+
+// Handler serves PathPrefix on the HTTP server: /ports/<namespace>/<claim>/<port>/<token>/<path>.
 func (r *Registry) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		rest := strings.TrimPrefix(req.URL.Path, PathPrefix)
-		tok, path, _ := strings.Cut(rest, "/")
-		r.mu.Lock()
-		e := r.byToken[tok]
-		r.mu.Unlock()
-		if e == nil || e.principal != r.principal(req.Context()) {
-			http.Error(w, "no such exposed port (it was unexposed, its sandbox is gone, or the server restarted): call expose_port again", http.StatusNotFound)
+		parts := strings.SplitN(strings.TrimPrefix(req.URL.Path, PathPrefix), "/", 5)
+		if len(parts) < 5 {
+			http.Error(w, notExposed, http.StatusNotFound)
 			return
 		}
-		r.proxy(w, req, e, "/"+path)
+		port, err := strconv.Atoi(parts[2])
+		if err != nil {
+			http.Error(w, notExposed, http.StatusNotFound)
+			return
+		}
+		r.serve(w, req, key{namespace: parts[0], claim: parts[1], port: port}, parts[3], "/"+parts[4])
 	})
 }
 
-// proxy forwards one request to the exposure's port, after checking its sandbox still exists.
-func (r *Registry) proxy(w http.ResponseWriter, req *http.Request, e *exposure, path string) {
-	c, err := r.claims.Get(req.Context(), e.namespace, e.claim, e.owner)
-	if errors.Is(err, kube.ErrNotFound) {
-		r.Forget(e.namespace, e.claim)
-		http.Error(w, fmt.Sprintf("sandbox %s/%s is gone; its exposed ports ended with it", e.namespace, e.claim), http.StatusGone)
-		return
-	}
-	if err != nil {
+// serve checks the token and the caller against the claim's record, then proxies.
+func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, path string) {
+	c, exposed, err := r.store.Exposed(req.Context(), k.namespace, k.claim)
+	if err != nil && !errors.Is(err, kube.ErrNotFound) {
 		http.Error(w, "looking up the sandbox: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	ep, err := r.porter.Port(req.Context(), conn.Target{Namespace: c.Namespace, SandboxName: c.SandboxName, PodIPs: c.PodIPs, ServiceFQDN: c.ServiceFQDN}, e.port)
+	th := hashToken(tok)
+	e, ok := exposed[k.port]
+	if err != nil || !ok || !e.Valid(th) || e.Principal != r.principal(req.Context()) {
+		http.Error(w, notExposed, http.StatusNotFound)
+		return
+	}
+	ep, err := r.porter.Port(req.Context(), conn.Target{Namespace: c.Namespace, SandboxName: c.SandboxName, PodIPs: c.PodIPs, ServiceFQDN: c.ServiceFQDN}, k.port)
 	if err != nil {
 		http.Error(w, "reaching the sandbox: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	rp := &httputil.ReverseProxy{
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	o := &openRequest{key: k, tokenHash: th, cancel: cancel}
+	r.mu.Lock()
+	r.open[o] = struct{}{}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.open, o)
+		r.mu.Unlock()
+	}()
+	proxy(ep, k.port, path).ServeHTTP(w, req.WithContext(ctx))
+}
+
+func proxy(ep conn.PortEndpoint, port int, path string) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(ep.Base)
 			pr.Out.URL.Path = strings.TrimSuffix(ep.Base.Path, "/") + path
@@ -230,46 +272,7 @@ func (r *Registry) proxy(w http.ResponseWriter, req *http.Request, e *exposure, 
 		FlushInterval: -1, // stream as it comes (server-sent events, logs)
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			http.Error(w, fmt.Sprintf("nothing answered on port %d of the sandbox (is the program running and listening on "+
-				"0.0.0.0, not only 127.0.0.1?): %v", e.port, err), http.StatusBadGateway)
+				"0.0.0.0, not only 127.0.0.1?): %v", port, err), http.StatusBadGateway)
 		},
-	}
-	// The request ends with the exposure too (unexpose_port, delete_sandbox).
-	ctx, cancel := context.WithCancel(req.Context())
-	defer cancel()
-	stop := context.AfterFunc(e.ended, cancel)
-	defer stop()
-	rp.ServeHTTP(w, req.WithContext(ctx))
-}
-
-// Run sweeps exposures of deleted sandboxes until ctx ends, then closes every listener.
-func (r *Registry) Run(ctx context.Context) {
-	t := time.NewTicker(sweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			r.remove(func(*exposure) bool { return true })
-			return
-		case <-t.C:
-			r.sweep(ctx)
-		}
-	}
-}
-
-func (r *Registry) sweep(ctx context.Context) {
-	r.mu.Lock()
-	all := make([]*exposure, 0, len(r.byToken))
-	for _, e := range r.byToken {
-		all = append(all, e)
-	}
-	r.mu.Unlock()
-	for _, e := range all {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := r.claims.Get(cctx, e.namespace, e.claim, e.owner)
-		cancel()
-		if errors.Is(err, kube.ErrNotFound) {
-			r.Forget(e.namespace, e.claim)
-			r.log.Info().Str("namespace", e.namespace).Str("claim", e.claim).Msg("exposed ports of a deleted sandbox ended")
-		}
 	}
 }

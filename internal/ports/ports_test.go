@@ -2,6 +2,7 @@ package ports
 
 import (
 	"bufio"
+	"maps"
 	"context"
 	"fmt"
 	"io"
@@ -18,18 +19,56 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
-type fakeClaims struct {
-	mu   sync.Mutex
-	gone map[string]bool
+// fakeStore keeps exposures like kube.Client does on the claims: alice owns every claim.
+type fakeStore struct {
+	mu      sync.Mutex
+	gone    map[string]bool
+	exposed map[string]map[int]kube.Exposure
 }
 
-func (f *fakeClaims) Get(_ context.Context, ns, name, owner string) (kube.Claim, error) {
+func (f *fakeStore) owned(name, owner string) error {
+	if f.gone[name] || owner != "alice" {
+		return fmt.Errorf("claim %q: %w", name, kube.ErrNotFound)
+	}
+	return nil
+}
+
+func (f *fakeStore) Expose(_ context.Context, ns, name, owner string, port int, principal, th string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.gone[name] || owner != "alice" {
-		return kube.Claim{}, fmt.Errorf("claim %q: %w", name, kube.ErrNotFound)
+	if err := f.owned(name, owner); err != nil {
+		return err
 	}
-	return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, nil
+	if f.exposed[name] == nil {
+		f.exposed[name] = map[int]kube.Exposure{}
+	}
+	e := f.exposed[name][port]
+	f.exposed[name][port] = kube.Exposure{Principal: principal, Tokens: append(e.Tokens, th)}
+	return nil
+}
+
+func (f *fakeStore) Unexpose(_ context.Context, ns, name, owner string, port int) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.owned(name, owner); err != nil {
+		return false, err
+	}
+	n := len(f.exposed[name])
+	for p := range f.exposed[name] {
+		if port == 0 || p == port {
+			delete(f.exposed[name], p)
+		}
+	}
+	return n > len(f.exposed[name]), nil
+}
+
+func (f *fakeStore) Exposed(_ context.Context, ns, name string) (kube.Claim, map[int]kube.Exposure, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.owned(name, "alice"); err != nil {
+		return kube.Claim{}, nil, err
+	}
+	return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, maps.Clone(f.exposed[name]), nil
 }
 
 // fakePorter sends every port to the test's "sandbox" server, with a routing header.
@@ -42,7 +81,8 @@ func (p fakePorter) Port(_ context.Context, t conn.Target, port int) (conn.PortE
 	return conn.PortEndpoint{Base: p.base, Header: h, Transport: http.DefaultTransport}, nil
 }
 
-func setup(t *testing.T) (*Registry, *fakeClaims) {
+// setup returns two replicas of the server sharing one store (the claims), and the store.
+func setup(t *testing.T) (*Registry, *Registry, *fakeStore) {
 	t.Helper()
 	release := make(chan struct{})
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +90,11 @@ func setup(t *testing.T) (*Registry, *fakeClaims) {
 		case "/stream": // the rest only once the client has read the first line
 			fmt.Fprint(w, "line 0\n")
 			w.(http.Flusher).Flush()
-			<-release
+			select {
+			case <-release:
+			case <-r.Context().Done(): // the proxy ended the stream
+				return
+			}
 			fmt.Fprint(w, "line 1\nline 2\n")
 			return
 		case "/release":
@@ -62,12 +106,15 @@ func setup(t *testing.T) (*Registry, *fakeClaims) {
 	}))
 	t.Cleanup(app.Close)
 	u, _ := url.Parse(app.URL)
-	claims := &fakeClaims{gone: map[string]bool{}}
-	r := New(claims, fakePorter{base: u}, func(ctx context.Context) string { p, _ := ctx.Value(principalKey{}).(string); return p }, zerolog.Nop())
+	store := &fakeStore{gone: map[string]bool{}, exposed: map[string]map[int]kube.Exposure{}}
+	principal := func(ctx context.Context) string { p, _ := ctx.Value(principalKey{}).(string); return p }
+	r1 := New(store, fakePorter{base: u}, principal, zerolog.Nop())
+	r2 := New(store, fakePorter{base: u}, principal, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go r.Run(ctx)
-	return r, claims
+	go r1.Run(ctx)
+	go r2.Run(ctx)
+	return r1, r2, store
 }
 
 type principalKey struct{}
@@ -86,22 +133,39 @@ func get(t *testing.T, u string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func TestExposeOverHTTP(t *testing.T) {
-	r, claims := setup(t)
+// serveHTTP mounts a replica's handler the way the HTTP server does.
+func serveHTTP(t *testing.T, r *Registry) string {
 	srv := httptest.NewServer(r.Handler())
 	t.Cleanup(srv.Close)
 	r.SetBase(srv.URL + "/")
+	return srv.URL
+}
+
+func TestExposeOverHTTP(t *testing.T) {
+	r1, r2, store := setup(t)
+	url1, url2 := serveHTTP(t, r1), serveHTTP(t, r2)
 	ctx := context.Background()
-	u, err := r.Expose(ctx, "alice", "ns", "c1", 8080)
+	u, err := r1.Expose(ctx, "alice", "ns", "c1", 8080)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := r.Expose(ctx, "alice", "ns", "c1", 8080); again != u || !strings.HasPrefix(u, srv.URL+PathPrefix) {
-		t.Fatalf("urls %q then %q", u, again)
+	if want := url1 + PathPrefix + "ns/c1/8080/"; !strings.HasPrefix(u, want) {
+		t.Fatalf("url %q, want it under %q", u, want)
 	}
-	code, body := get(t, u+"a/b?x=1")
+	// Any replica serves it: the exposure lives on the claim.
+	onR2 := strings.Replace(u, url1, url2, 1)
+	code, body := get(t, onR2+"a/b?x=1")
 	if want := `path=/a/b query=x=1 port=8080 id=c1-sbx auth="" podip=""`; code != 200 || body != want {
 		t.Errorf("proxied: %d %q, want %q", code, body, want)
+	}
+	again, err := r2.Expose(ctx, "alice", "ns", "c1", 8080)
+	if err != nil || again == strings.Replace(u, url1, url2, 1) {
+		t.Fatalf("second expose: %q %v", again, err)
+	}
+	for _, x := range []string{u, again} {
+		if code, _ := get(t, x); code != 200 {
+			t.Errorf("%s after a second expose_port: %d", x, code)
+		}
 	}
 	resp, err := http.Get(u + "stream")
 	if err != nil {
@@ -120,32 +184,66 @@ func TestExposeOverHTTP(t *testing.T) {
 	if len(lines) != 2 {
 		t.Errorf("streamed after the first line: %q", lines)
 	}
-	if code, _ := get(t, srv.URL+PathPrefix+"nope/"); code != http.StatusNotFound {
-		t.Errorf("unknown token: %d", code)
+	bad := []string{
+		url1 + PathPrefix + "nope/",
+		url1 + PathPrefix + "ns/c1/8080/wrongtoken/",
+		strings.Replace(u, "/8080/", "/8081/", 1), // the token of another port
+		strings.Replace(u, "/c1/", "/c9/", 1),
+	}
+	for _, x := range bad {
+		if code, body := get(t, x); code != http.StatusNotFound || body != notExposed+"\n" {
+			t.Errorf("%s: %d %q", x, code, body)
+		}
 	}
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.Handler().ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), principalKey{}, "mallory")))
+		r1.Handler().ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), principalKey{}, "mallory")))
 	}))
 	t.Cleanup(other.Close)
-	if code, _ := get(t, strings.Replace(u, srv.URL, other.URL, 1)); code != http.StatusNotFound {
+	if code, _ := get(t, strings.Replace(u, url1, other.URL, 1)); code != http.StatusNotFound {
 		t.Errorf("another principal used the URL: %d", code)
 	}
-	if _, err := r.Expose(ctx, "bob", "ns", "c1", 8080); err == nil {
+	if _, err := r1.Expose(ctx, "bob", "ns", "c1", 8080); err == nil {
 		t.Error("another owner exposed alice's sandbox")
 	}
-	claims.mu.Lock()
-	claims.gone["c1"] = true
-	claims.mu.Unlock()
-	if code, body := get(t, u); code != http.StatusGone || !strings.Contains(body, "is gone") {
-		t.Errorf("deleted sandbox: %d %q", code, body)
+	store.mu.Lock()
+	store.gone["c1"] = true
+	store.mu.Unlock()
+	if code, _ := get(t, u); code != http.StatusNotFound {
+		t.Errorf("deleted sandbox: %d", code)
 	}
-	if r.Unexpose("alice", "ns", "c1", 8080) {
-		t.Error("the exposure of a deleted sandbox outlived the request that found it gone")
+}
+
+// An exposure ended through one replica ends the streams another replica is proxying.
+func TestUnexposeEndsStreamsEverywhere(t *testing.T) {
+	r1, r2, _ := setup(t)
+	url1, url2 := serveHTTP(t, r1), serveHTTP(t, r2)
+	u, err := r1.Expose(context.Background(), "alice", "ns", "c3", 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(strings.Replace(u, url1, url2, 1) + "stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	if !sc.Scan() {
+		t.Fatal("no first line")
+	}
+	if found, err := r1.Unexpose(context.Background(), "alice", "ns", "c3", 0); !found || err != nil {
+		t.Fatalf("unexpose: %v %v", found, err)
+	}
+	r2.check(context.Background()) // what its Run does every checkEvery
+	if sc.Scan() {
+		t.Errorf("the stream on the other replica went on: %q", sc.Text())
+	}
+	if code, _ := get(t, strings.Replace(u, url1, url2, 1)); code != http.StatusNotFound {
+		t.Errorf("after unexpose_port: %d", code)
 	}
 }
 
 func TestExposeOverLoopback(t *testing.T) {
-	r, _ := setup(t)
+	r, _, _ := setup(t)
 	ctx := context.Background()
 	u, err := r.Expose(ctx, "alice", "ns", "c2", 3000)
 	if err != nil {
@@ -161,28 +259,18 @@ func TestExposeOverLoopback(t *testing.T) {
 	if code, _ := get(t, root+"x"); code != http.StatusNotFound {
 		t.Errorf("without the token: %d", code)
 	}
+	if again, _ := r.Expose(ctx, "alice", "ns", "c2", 3000); !strings.HasPrefix(again, root) || again == u {
+		t.Errorf("second expose over stdio: %q, want a new token on %s", again, root)
+	}
 	req, _ := http.NewRequest(http.MethodGet, u+"x", nil)
 	req.Host = "evil.example:80" // a web page's request after DNS rebinding
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("foreign Host: %v %v", resp, err)
 	}
-	if !r.Unexpose("alice", "ns", "c2", 0) {
-		t.Fatal("unexpose found nothing")
+	if found, err := r.Unexpose(ctx, "alice", "ns", "c2", 0); !found || err != nil {
+		t.Fatalf("unexpose: %v %v", found, err)
 	}
 	if _, err := http.Get(u); err == nil {
 		t.Error("the listener still answers after unexpose_port")
-	}
-}
-
-func TestExposeCap(t *testing.T) {
-	r, _ := setup(t)
-	r.SetBase("http://server")
-	for i := range MaxPerOwner {
-		if _, err := r.Expose(context.Background(), "alice", "ns", "c", 1000+i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := r.Expose(context.Background(), "alice", "ns", "c", 99); err == nil || !strings.Contains(err.Error(), "unexpose_port") {
-		t.Errorf("over the cap: %v", err)
 	}
 }
