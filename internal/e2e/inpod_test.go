@@ -6,12 +6,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -93,7 +96,7 @@ func TestServerAsAPod(t *testing.T) {
 		})
 	}
 
-	t.Run("pod killed mid-run", func(t *testing.T) {
+	t.Run("rolling restart and a pod killed mid-run", func(t *testing.T) {
 		cs, err := authSession(t, base, token, "") // the default era: sessionless
 		if err != nil {
 			t.Fatal(err)
@@ -103,40 +106,87 @@ func TestServerAsAPod(t *testing.T) {
 			_ = stack.Extensions.ExtensionsV1beta1().SandboxClaims("default").Delete(context.Background(), c.SandboxClaimName, metav1.DeleteOptions{})
 		})
 		claim := map[string]any{"sandbox_claim_name": c.SandboxClaimName, "namespace": "default"}
-		pods, err := stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
-		if err != nil || len(pods.Items) != 1 {
-			t.Fatalf("server pods: %v %v", pods, err)
+		echo := func(text string) (string, error) {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_command", Arguments: map[string]any{
+				"sandbox_claim_name": c.SandboxClaimName, "namespace": "default", "command": "echo " + text}})
+			if err != nil {
+				return "", err
+			}
+			var ex execResult
+			b, _ := json.Marshal(res.StructuredContent)
+			_ = json.Unmarshal(b, &ex)
+			if res.IsError || ex.Stdout != text+"\n" {
+				return "", fmt.Errorf("isError=%v %+v", res.IsError, res.Content)
+			}
+			return ex.Stdout, nil
 		}
-		old := pods.Items[0]
+		servers := func() (ready []string, all int) {
+			pods, err := stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
+			if err != nil {
+				return nil, 0
+			}
+			for _, p := range pods.Items {
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+						ready = append(ready, p.Name)
+					}
+				}
+			}
+			return ready, len(pods.Items)
+		}
+		if ready, _ := servers(); len(ready) != 2 {
+			t.Fatalf("ready server pods %v, want deploy/'s 2 replicas", ready)
+		}
+
+		// Every replica is replaced one at a time while calls keep coming: each stopping
+		// replica turns unready, finishes what it has, and closes its connections, so no call
+		// fails (the PodDisruptionBudget and maxUnavailable: 0 keep one serving).
+		stop := make(chan struct{})
+		var calls, failed int
+		var firstErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				calls++
+				if _, err := echo(fmt.Sprint("call-", i)); err != nil {
+					failed++
+					if firstErr == nil {
+						firstErr = err
+					}
+				}
+			}
+		}()
+		kubectl(t, "-n", serverNS, "rollout", "restart", "deploy/"+serverDeploy)
+		kubectl(t, "-n", serverNS, "rollout", "status", "deploy/"+serverDeploy, "--timeout=180s")
+		close(stop)
+		<-done
+		t.Logf("calls during the rolling restart: %d, failed: %d", calls, failed)
+		if failed > 0 || calls < 10 {
+			t.Errorf("%d of %d calls failed during the rolling restart (first: %v)", failed, calls, firstErr)
+		}
+
+		ready, _ := servers()
+		if len(ready) != 2 {
+			t.Fatalf("after the rollout: %v", ready)
+		}
 		zero := int64(0)
-		if err := stack.Kube.CoreV1().Pods(serverNS).Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if err := stack.Kube.CoreV1().Pods(serverNS).Delete(ctx, ready[0], metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
 		}
 		// The Deployment replaces it; the same sessionless client, through the Service, then
 		// carries on with the sandbox it created before (ownership is the principal's label).
-		var replacement string
 		waitFor(t, 120*time.Second, func() bool {
-			pods, err := stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
-			if err != nil {
-				return false
-			}
-			replacement = ""
-			for _, p := range pods.Items {
-				if p.Name == old.Name {
-					return false // not gone yet
-				}
-				for _, c := range p.Status.Conditions {
-					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-						replacement = p.Name
-					}
-				}
-			}
-			return replacement != ""
+			now, all := servers()
+			return len(now) == 2 && all == 2 && !slices.Contains(now, ready[0])
 		})
-		ex := call[execResult](t, cs, "execute_command", map[string]any{
-			"sandbox_claim_name": claim["sandbox_claim_name"], "namespace": "default", "command": "echo carried-on"})
-		if ex.Stdout != "carried-on\n" {
-			t.Errorf("through the replacement %s: %+v", replacement, ex)
+		if _, err := echo("carried-on"); err != nil {
+			t.Errorf("after a replica was killed: %v", err)
 		}
 		call[map[string]any](t, cs, "delete_sandbox", claim)
 		claimGone(t, "default", c.SandboxClaimName, 30*time.Second)

@@ -23,10 +23,15 @@ type Health struct {
 	Namespace string
 	Log       zerolog.Logger
 	ready     atomic.Bool
+	draining  atomic.Bool
 }
 
 // MarkReady ends the "starting" phase.
 func (h *Health) MarkReady() { h.ready.Store(true) }
+
+// MarkDraining starts the shutdown: readiness fails from now on, so the Service routes new
+// requests to other replicas while this one finishes its own.
+func (h *Health) MarkDraining() { h.draining.Store(true) }
 
 // Healthz is liveness: the process routes HTTP. It never calls the Kubernetes API, so a
 // control-plane blip does not restart every replica.
@@ -38,6 +43,10 @@ func (h *Health) Healthz(w http.ResponseWriter, _ *http.Request) {
 // Readyz is readiness: it lists claims in the probe namespace. The reason is generic because
 // the endpoint is unauthenticated; the error itself goes to the log.
 func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
+	if h.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "shutting down"})
+		return
+	}
 	if !h.ready.Load() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "starting"})
 		return

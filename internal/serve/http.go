@@ -143,6 +143,16 @@ func HTTP(ctx context.Context, s *server.MCPServer, o HTTPOptions) error {
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
+	if o.Health != nil {
+		o.Health.MarkDraining()
+	}
+	// Responses from now on close their connection, so clients open new ones, which the
+	// Service sends to replicas that are not stopping; none is cut after a request is sent.
+	srv.SetKeepAlivesEnabled(false)
+	if d := o.Settings.withDefaults().Drain; d > 0 {
+		o.Log.Info().Dur("drain", d).Msg("draining: /readyz answers 503 while calls are still served")
+		time.Sleep(d)
+	}
 	o.Log.Info().Msg("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()

@@ -20,12 +20,13 @@ const (
 	VarUnusedSessionTTL        = "K8S_SANDBOX_HTTP__UNUSED_SESSION_TTL"
 	VarMaxInitializeBytes      = "K8S_SANDBOX_HTTP__MAX_INITIALIZE_BYTES"
 	VarPublicURL               = "K8S_SANDBOX_HTTP__PUBLIC_URL"
+	VarDrainSeconds            = "K8S_SANDBOX_HTTP__DRAIN_SECONDS"
 )
 
 // Variables lists every variable LoadHTTPSettings reads.
 func Variables() []string {
 	return []string{VarAllowedOrigins, VarMaxBodyBytes, VarMaxConcurrentCalls, VarReadTimeout,
-		VarMaxSessions, VarMaxSessionsPerPrincipal, VarUnusedSessionTTL, VarMaxInitializeBytes, VarPublicURL}
+		VarMaxSessions, VarMaxSessionsPerPrincipal, VarUnusedSessionTTL, VarMaxInitializeBytes, VarPublicURL, VarDrainSeconds}
 }
 
 // HTTPSettings harden the HTTP transport. Zero fields take the defaults.
@@ -55,6 +56,10 @@ type HTTPSettings struct {
 	// PublicURL is how clients reach this server (scheme://host[:port][/prefix]), for the URLs
 	// expose_port hands out; "" means http:// and the address it listens on.
 	PublicURL string
+	// Drain is how long, after SIGTERM, /readyz answers 503 while requests are still served,
+	// so the Service stops sending new ones before the server stops taking them (default 0:
+	// nothing routes by readiness outside a cluster).
+	Drain time.Duration
 }
 
 func (s HTTPSettings) withDefaults() HTTPSettings {
@@ -125,6 +130,10 @@ func LoadHTTPSettings(vars map[string]string) (HTTPSettings, error) {
 	if s.MaxInitializeBytes, err = integer(VarMaxInitializeBytes, 1<<10, 1<<20); err != nil {
 		return HTTPSettings{}, err
 	}
+	if n, err = integer(VarDrainSeconds, 0, 300); err != nil {
+		return HTTPSettings{}, err
+	}
+	s.Drain = time.Duration(n) * time.Second
 	if v := get(VarPublicURL); v != "" {
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {

@@ -20,10 +20,10 @@ func TestLoadHTTPSettings(t *testing.T) {
 		{name: "all set", vars: map[string]string{
 			VarAllowedOrigins: " https://App.Example.com:443, http://tool.local:8080/ ,", VarMaxBodyBytes: "1048576",
 			VarMaxConcurrentCalls: "3", VarReadTimeout: "5", VarMaxSessions: "100", VarMaxSessionsPerPrincipal: "4",
-			VarUnusedSessionTTL: "10", VarMaxInitializeBytes: "2048"},
+			VarUnusedSessionTTL: "10", VarMaxInitializeBytes: "2048", VarDrainSeconds: "5"},
 			want: HTTPSettings{AllowedOrigins: []string{"https://app.example.com", "http://tool.local:8080"},
 				MaxBodyBytes: 1 << 20, MaxConcurrentCalls: 3, ReadTimeout: 5 * time.Second,
-				MaxSessions: 100, MaxSessionsPerPrincipal: 4, UnusedSessionTTL: 10 * time.Second, MaxInitializeBytes: 2048}},
+				MaxSessions: 100, MaxSessionsPerPrincipal: 4, UnusedSessionTTL: 10 * time.Second, MaxInitializeBytes: 2048, Drain: 5 * time.Second}},
 		{name: "origin with path", vars: map[string]string{VarAllowedOrigins: "https://app.example.com/ui"}, wantErr: VarAllowedOrigins + `: "https://app.example.com/ui" is not an origin`},
 		{name: "wildcard origin", vars: map[string]string{VarAllowedOrigins: "*"}, wantErr: VarAllowedOrigins + `: "*" is not an origin`},
 		{name: "subdomain wildcard", vars: map[string]string{VarAllowedOrigins: "https://*.example.com"}, wantErr: "is not an origin"},
@@ -33,6 +33,7 @@ func TestLoadHTTPSettings(t *testing.T) {
 		{name: "no sessions", vars: map[string]string{VarMaxSessions: "0"}, wantErr: VarMaxSessions + " must be an integer from 1 to 1000000"},
 		{name: "per principal negative", vars: map[string]string{VarMaxSessionsPerPrincipal: "-1"}, wantErr: VarMaxSessionsPerPrincipal + " must be an integer from 1"},
 		{name: "unused ttl with unit", vars: map[string]string{VarUnusedSessionTTL: "60s"}, wantErr: VarUnusedSessionTTL + ` must be an integer from 1 to 86400, got "60s"`},
+		{name: "drain too long", vars: map[string]string{VarDrainSeconds: "301"}, wantErr: VarDrainSeconds + " must be an integer from 0 to 300"},
 		{name: "initialize too small", vars: map[string]string{VarMaxInitializeBytes: "100"}, wantErr: VarMaxInitializeBytes + " must be an integer from 1024 to 1048576"},
 	}
 	for _, tc := range tests {
