@@ -22,6 +22,7 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/ports"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/serve"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/telemetry"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/tracing"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/tools"
 )
@@ -40,6 +41,7 @@ type app struct {
 	deps    tools.Deps
 	ports   *ports.Registry
 	metrics *telemetry.Metrics
+	tracing *tracing.Tracing
 	stop    context.CancelFunc // ends the ports registry's sweep and listeners, and the metrics server
 	checked chan struct{}      // closed when the API check at start has finished
 }
@@ -69,12 +71,16 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := a.startTracing(ctx, environ); err != nil {
+		return nil, err
+	}
+	ka.rest.Wrap(a.tracing.Transport)
 	defaultNS := ka.namespace
 	if a.claims, err = kube.New(ka.rest, a.cfg.SessionLabelKey, kube.WithAPIUser(ka.user),
 		kube.WithRateLimit(a.cfg.APIQPS, a.cfg.APIBurst)); err != nil {
 		return nil, err
 	}
-	if a.conn, err = conn.New(a.cfg.Connection, a.claims); err != nil {
+	if a.conn, err = conn.New(a.cfg.Connection, a.claims, conn.WithInstrumentation(a.tracing.Transport, a.tracing.GRPC())); err != nil {
 		a.claims.Close()
 		return nil, err
 	}
@@ -166,9 +172,38 @@ func (a *app) httpLayer(ctx context.Context) error {
 	return nil
 }
 
+// startTracing exports traces when the OTEL_* variables ask for it.
+func (a *app) startTracing(ctx context.Context, environ []string) error {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	getenv := func(k string) string { return vars[k] }
+	if _, other := tracing.Enabled(getenv); other != "" {
+		a.log.Warn().Str("OTEL_TRACES_EXPORTER", other).Msg("only the otlp trace exporter is built in; traces are off")
+	}
+	var err error
+	if a.tracing, err = tracing.New(ctx, getenv, version()); err != nil {
+		return err
+	}
+	if a.tracing.On() {
+		a.log.Info().Msg("exporting OpenTelemetry traces over OTLP/HTTP")
+	}
+	return nil
+}
+
 func (a *app) close() {
 	if a.stop != nil {
 		a.stop()
+	}
+	if a.tracing != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := a.tracing.Shutdown(sctx); err != nil {
+			a.log.Warn().Err(err).Msg("flushing traces")
+		}
+		cancel()
 	}
 	if a.checked != nil {
 		<-a.checked // bounded by startCheckTimeout
@@ -180,7 +215,7 @@ func (a *app) close() {
 // serveStdio serves one client until EOF, then releases the sandboxes this process created.
 func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	a.deps.Owner = a.owners.Stdio
-	s := tools.NewServer(a.deps, version())
+	s := tools.NewServer(a.deps, version(), server.WithToolHandlerMiddleware(a.tracing.Calls))
 	a.log.Info().Str("owner", a.owners.StdioID()).Str("namespace", a.deps.DefaultNamespace).Msg("serving stdio")
 	err := serve.Stdio(ctx, s, stdin, stdout, a.log)
 	if !a.cfg.KeepOnSessionEnd {
@@ -205,6 +240,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 	})
 	a.metrics.Gauge("sessions", "Open MCP sessions (HTTP, 2025-11-25 protocol).", func() float64 { return float64(sessions.Open()) })
 	s := tools.NewServer(a.deps, version(), server.WithHooks(sessions.Hooks()),
+		server.WithToolHandlerMiddleware(a.tracing.Calls),
 		server.WithToolHandlerMiddleware(sessions.Calls),
 		server.WithToolHandlerMiddleware(serve.LimitConcurrency(a.httpSet.MaxConcurrentCalls, serve.CallerKey)))
 	health := &serve.Health{Prober: a.claims, Namespace: a.cfg.ProbeNamespace, Log: a.log}

@@ -2,7 +2,10 @@ package conn
 
 import (
 	"context"
+	"net/http"
 	"time"
+
+	"google.golang.org/grpc"
 )
 
 // Connection types, as spelled in K8S_SANDBOX_CONNECTION__TYPE.
@@ -51,6 +54,21 @@ type Config struct {
 	// MaxDownloadBytes bounds Download responses held in memory (0: DefaultMaxDownloadBytes).
 	// Download applies the smaller of this and its own maxBytes argument.
 	MaxDownloadBytes int64
+}
+
+// Option adds to what New builds beyond the settings.
+type Option func(*instrumentation)
+
+// instrumentation wraps the clients that reach sandboxes (tracing); nil fields add nothing.
+type instrumentation struct {
+	http func(http.RoundTripper) http.RoundTripper
+	grpc []grpc.DialOption
+}
+
+// WithInstrumentation wraps every HTTP client's transport with wrap and adds opts to every
+// gRPC client (traces).
+func WithInstrumentation(wrap func(http.RoundTripper) http.RoundTripper, opts []grpc.DialOption) Option {
+	return func(i *instrumentation) { i.http, i.grpc = wrap, opts }
 }
 
 // GatewayResolver finds the address of a Gateway (its first usable status.addresses value),

@@ -43,7 +43,7 @@ func (p *pyConn) Port(ctx context.Context, t Target, port int) (PortEndpoint, er
 	} else {
 		u.Host = hostPort(u.Hostname(), port)
 	}
-	return PortEndpoint{Base: u, Header: h, Transport: p.client.Transport}, nil
+	return PortEndpoint{Base: u, Header: h, Transport: p.ports}, nil
 }
 
 func (s *sandboxdConn) Port(_ context.Context, t Target, port int) (PortEndpoint, error) {
@@ -51,5 +51,5 @@ func (s *sandboxdConn) Port(_ context.Context, t Target, port int) (PortEndpoint
 	if err != nil {
 		return PortEndpoint{}, err
 	}
-	return PortEndpoint{Base: &url.URL{Scheme: "http", Host: hostPort(host, port)}, Header: http.Header{}, Transport: s.client.Transport}, nil
+	return PortEndpoint{Base: &url.URL{Scheme: "http", Host: hostPort(host, port)}, Header: http.Header{}, Transport: s.ports}, nil
 }

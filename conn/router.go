@@ -33,27 +33,32 @@ type pyConn struct {
 	serverPort  int
 	maxDownload int64
 	client      *http.Client
+	ports       http.RoundTripper // the client's transport before instrumentation: proxied app traffic is not ours to trace
 	closed      atomic.Bool
 }
 
-func newPyConn(cfg Config, dialer *net.Dialer, ep endpoint) *pyConn {
-	return &pyConn{ep: ep, serverPort: cfg.ServerPort, maxDownload: cfg.MaxDownloadBytes, client: newHTTPClient(dialer)}
+func newPyConn(cfg Config, inst instrumentation, dialer *net.Dialer, ep endpoint) *pyConn {
+	client, raw := newHTTPClient(dialer, inst.http)
+	return &pyConn{ep: ep, serverPort: cfg.ServerPort, maxDownload: cfg.MaxDownloadBytes, client: client, ports: raw}
 }
 
 // newHTTPClient never follows redirects (a redirect from a runtime means a wrong path, and
 // following it could re-send an upload elsewhere) and ignores proxy settings: sandbox
-// addresses are cluster-internal.
-func newHTTPClient(dialer *net.Dialer) *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{
-			DialContext:         dialer.DialContext,
-			MaxIdleConnsPerHost: 8,
-			IdleConnTimeout:     90 * time.Second,
-			TLSHandshakeTimeout: 10 * time.Second,
-			ForceAttemptHTTP2:   true,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// addresses are cluster-internal. wrap (may be nil) instruments the client's transport; raw
+// is the transport without it.
+func newHTTPClient(dialer *net.Dialer, wrap func(http.RoundTripper) http.RoundTripper) (client *http.Client, raw http.RoundTripper) {
+	raw = &http.Transport{
+		DialContext:         dialer.DialContext,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
 	}
+	rt := raw
+	if wrap != nil {
+		rt = wrap(raw)
+	}
+	return &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, raw
 }
 
 func (p *pyConn) Close() error {

@@ -40,6 +40,8 @@ type sandboxdConn struct {
 	maxDownload int64
 	dialer      *net.Dialer
 	client      *http.Client
+	ports       http.RoundTripper // client's transport before instrumentation (exposed ports)
+	grpcOpts    []grpc.DialOption // instrumentation of the gRPC clients
 
 	mu     sync.Mutex
 	conns  map[string]*cachedConn
@@ -54,9 +56,10 @@ type cachedConn struct {
 	dropped  bool // removed from the cache: close when the last user releases it
 }
 
-func newSandboxdConn(cfg Config, dialer *net.Dialer) *sandboxdConn {
+func newSandboxdConn(cfg Config, inst instrumentation, dialer *net.Dialer) *sandboxdConn {
+	client, raw := newHTTPClient(dialer, inst.http)
 	return &sandboxdConn{mode: cfg.Mode, restPort: cfg.RESTPort, grpcPort: cfg.GRPCPort,
-		maxDownload: cfg.MaxDownloadBytes, dialer: dialer, client: newHTTPClient(dialer),
+		maxDownload: cfg.MaxDownloadBytes, dialer: dialer, client: client, ports: raw, grpcOpts: inst.grpc,
 		conns: map[string]*cachedConn{}}
 }
 
@@ -83,13 +86,15 @@ func (s *sandboxdConn) grpcClient(target string) (processv1.ProcessServiceClient
 	c := s.conns[target]
 	if c == nil {
 		// passthrough: the address goes to our dialer as is, so DNSServer applies to it.
-		cc, err := grpc.NewClient("passthrough:///"+target,
+		opts := append([]grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 				return s.dialer.DialContext(ctx, "tcp", addr)
 			}),
 			grpc.WithInitialWindowSize(recvWindow), grpc.WithInitialConnWindowSize(recvWindow),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg)))
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg)),
+		}, s.grpcOpts...)
+		cc, err := grpc.NewClient("passthrough:///"+target, opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("exec: gRPC client for %s: %w", target, err)
 		}

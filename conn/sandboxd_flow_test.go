@@ -54,7 +54,7 @@ func startFloodDaemon(t *testing.T, d *floodDaemon) (*sandboxdConn, Target) {
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	port := delayProxy(t, lis.Addr().String(), 2*time.Millisecond)
-	s := newSandboxdConn(Config{Mode: ModePodIP, GRPCPort: port}, &net.Dialer{})
+	s := newSandboxdConn(Config{Mode: ModePodIP, GRPCPort: port}, instrumentation{}, &net.Dialer{})
 	t.Cleanup(func() { _ = s.Close() })
 	return s, Target{Namespace: "ns", SandboxName: "sbx", PodIPs: []string{"127.0.0.1"}}
 }
