@@ -88,7 +88,9 @@ func TestTraces(t *testing.T) {
 	}
 	claim := res.StructuredContent.(map[string]any)["sandbox_claim_name"].(string)
 	traced(execTrace, "execute_command", map[string]any{"sandbox_claim_name": claim, "namespace": ns, "command": "echo traced"})
-	t.Cleanup(func() { _, _ = s.CallTool(t.Context(), &mcp.CallToolParams{Name: "delete_sandbox", Arguments: map[string]any{"sandbox_claim_name": claim, "namespace": ns}}) })
+	t.Cleanup(func() {
+		_, _ = s.CallTool(t.Context(), &mcp.CallToolParams{Name: "delete_sandbox", Arguments: map[string]any{"sandbox_claim_name": claim, "namespace": ns}})
+	})
 
 	check := func(traceID, tool string, child func(*tracepb.Span) bool, what string) {
 		t.Helper()

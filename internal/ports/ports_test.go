@@ -2,10 +2,10 @@ package ports
 
 import (
 	"bufio"
-	"maps"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
