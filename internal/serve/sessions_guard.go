@@ -86,8 +86,12 @@ func (s *Sessions) guard(next http.Handler) http.Handler {
 				break
 			}
 			if id != "" {
-				if leave, ok := s.enter(id, principal, !handshake[msg.Method]); ok {
+				leave, ok := s.enter(id, principal, !handshake[msg.Method])
+				if ok {
 					defer leave()
+				} else if !s.isLive(id) {
+					unknownSession().write(w, msg.ID)
+					return
 				}
 			}
 		}
@@ -113,6 +117,15 @@ func (s *Sessions) refuseTotal() *refusal {
 	return &refusal{status: http.StatusServiceUnavailable, retryAfter: s.unusedTTL().Seconds(), message: fmt.Sprintf(
 		"the server holds the most MCP sessions it allows: the limit is %d (%s). Retry later (%s).",
 		s.set.MaxSessions, VarMaxSessions, s.expiryRule())}
+}
+
+// unknownSession answers a session ID this process does not hold: the protocol has the client
+// start a new session on 404, and the message says why it may have happened.
+func unknownSession() *refusal {
+	return &refusal{status: http.StatusNotFound, message: "unknown MCP session: it ended, or the server process that held it " +
+		"stopped (with several replicas, also: this request reached another replica than the one that opened it, so the " +
+		"Service needs session affinity). Start a new session with initialize. The old session's sandboxes were deleted " +
+		"when it ended, or are deleted at their shutdown time."}
 }
 
 func refuseShutdown() *refusal {

@@ -42,6 +42,12 @@ func TestSessionBoundToPrincipal(t *testing.T) {
 		t.Errorf("GET with a made-up session ID: %d", resp.StatusCode)
 	}
 
+	// A POST in a session this process never held (another replica's, or one from before a
+	// restart) is told to start a new one.
+	if got := mallory.call("whoami", nil); got.status != http.StatusNotFound || !strings.Contains(got.body, "Start a new session with initialize") {
+		t.Errorf("call in an unknown session: %+v", got)
+	}
+
 	// The owner can end it; then it is gone for everyone.
 	if resp, body := alice.do(http.MethodDelete, "/mcp", nil, nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("alice DELETE: %d %s", resp.StatusCode, body)
