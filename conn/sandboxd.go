@@ -26,9 +26,12 @@ const (
 	// maxRecvMsg bounds one output chunk. sandboxd sends 4 KiB chunks unless started with a
 	// larger --stream-chunk-size; a bigger message fails the call with what to change.
 	maxRecvMsg = 1 << 20
-	// idleConnTTL is how long an unused cached ClientConn survives once the cache is big.
-	idleConnTTL      = 15 * time.Minute
-	connCacheSoftMax = 64
+	// idleConnTTL closes a cached ClientConn no call has used for this long. Every sandbox
+	// has its own address, and a ClientConn keeps its goroutines (three callback serializers,
+	// even in gRPC's idle mode) until closed, so a busy server's connections to sandboxes
+	// deleted long ago would otherwise pile up. The next call after it dials again (one TCP
+	// connect on the pod network).
+	idleConnTTL = 30 * time.Second
 )
 
 // sandboxdConn reaches sandboxd in the pod: commands over gRPC ProcessService, files over
@@ -42,6 +45,7 @@ type sandboxdConn struct {
 	client      *http.Client
 	ports       http.RoundTripper // client's transport before instrumentation (exposed ports)
 	grpcOpts    []grpc.DialOption // instrumentation of the gRPC clients
+	idleTTL     time.Duration     // idleConnTTL; shorter in tests
 
 	mu     sync.Mutex
 	conns  map[string]*cachedConn
@@ -53,13 +57,14 @@ type cachedConn struct {
 	cc       *grpc.ClientConn
 	refs     int
 	lastUsed time.Time
-	dropped  bool // removed from the cache: close when the last user releases it
+	dropped  bool        // removed from the cache: close when the last user releases it
+	idle     *time.Timer // closes it idleConnTTL after its last user released it
 }
 
 func newSandboxdConn(cfg Config, inst instrumentation, dialer *net.Dialer) *sandboxdConn {
 	client, raw := newHTTPClient(dialer, inst.http)
 	return &sandboxdConn{mode: cfg.Mode, restPort: cfg.RESTPort, grpcPort: cfg.GRPCPort,
-		maxDownload: cfg.MaxDownloadBytes, dialer: dialer, client: client, ports: raw, grpcOpts: inst.grpc,
+		maxDownload: cfg.MaxDownloadBytes, dialer: dialer, client: client, ports: raw, grpcOpts: inst.grpc, idleTTL: idleConnTTL,
 		conns: map[string]*cachedConn{}}
 }
 
@@ -98,7 +103,6 @@ func (s *sandboxdConn) grpcClient(target string) (processv1.ProcessServiceClient
 		if err != nil {
 			return nil, nil, fmt.Errorf("exec: gRPC client for %s: %w", target, err)
 		}
-		s.evictIdleLocked()
 		c = &cachedConn{cc: cc}
 		s.conns[target] = c
 	}
@@ -109,25 +113,29 @@ func (s *sandboxdConn) grpcClient(target string) (processv1.ProcessServiceClient
 		defer s.mu.Unlock()
 		c.refs--
 		c.lastUsed = time.Now()
-		if c.dropped && c.refs == 0 {
+		switch {
+		case c.refs > 0:
+		case c.dropped:
 			_ = c.cc.Close()
+		case c.idle == nil:
+			c.idle = time.AfterFunc(s.idleTTL, func() { s.closeIdle(target, c) })
+		default:
+			c.idle.Reset(s.idleTTL)
 		}
 	}
 	return processv1.NewProcessServiceClient(c.cc), release, nil
 }
 
-// evictIdleLocked closes long-unused connections once the cache grows: every sandbox has
-// its own address, and a long-running server sees many.
-func (s *sandboxdConn) evictIdleLocked() {
-	if len(s.conns) < connCacheSoftMax {
+// closeIdle closes c if it is still target's cached connection and no call used it since
+// its idle timer was set.
+func (s *sandboxdConn) closeIdle(target string, c *cachedConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns[target] != c || c.refs > 0 || time.Since(c.lastUsed) < s.idleTTL {
 		return
 	}
-	for target, c := range s.conns {
-		if c.refs == 0 && time.Since(c.lastUsed) > idleConnTTL {
-			_ = c.cc.Close()
-			delete(s.conns, target)
-		}
-	}
+	delete(s.conns, target)
+	_ = c.cc.Close()
 }
 
 // dropConn forgets a connection that failed to reach its target, so the next call dials

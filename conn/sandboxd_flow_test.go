@@ -195,3 +195,40 @@ func TestSandboxdExecRefusesOversizedChunks(t *testing.T) {
 		t.Fatalf("SendSignal called %d times, want 1 (kill the group)", d.killed.Load())
 	}
 }
+
+// A cached gRPC connection no call uses for idleTTL is closed (its goroutines with it); one
+// in use, or used again in time, stays.
+func TestIdleGRPCConnectionsClose(t *testing.T) {
+	s, _ := startFloodDaemon(t, &floodDaemon{})
+	s.idleTTL = 50 * time.Millisecond
+	cached := func(target string) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.conns[target] != nil
+	}
+	_, release, err := s.grpcClient("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hold, err := s.grpcClient("127.0.0.1:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	time.Sleep(4 * s.idleTTL)
+	if cached("127.0.0.1:1") {
+		t.Error("an idle connection stayed open")
+	}
+	if !cached("127.0.0.1:2") {
+		t.Error("a connection in use was closed")
+	}
+	hold()
+	for range 4 { // used again within the TTL each time: stays
+		time.Sleep(s.idleTTL / 2)
+		_, r, _ := s.grpcClient("127.0.0.1:2")
+		r()
+	}
+	if !cached("127.0.0.1:2") {
+		t.Error("a connection used within the TTL was closed")
+	}
+}
