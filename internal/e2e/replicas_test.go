@@ -3,73 +3,19 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/bench/load"
 )
-
-// replicas is a round-robin load balancer over server processes, as a Service spreads
-// connections over its endpoints. A replica that refuses the connection is skipped (nothing
-// was sent yet), as a load balancer retrying on connect failure does; a request it already
-// received is not retried.
-type replicas struct {
-	mu       sync.Mutex
-	backends []string // host:port
-	next     int
-	hits     []int
-}
-
-func (r *replicas) RoundTrip(req *http.Request) (*http.Response, error) {
-	var body []byte
-	if req.Body != nil {
-		var err error
-		body, err = io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	var last error
-	for range len(r.backends) {
-		r.mu.Lock()
-		i := r.next
-		r.next = (r.next + 1) % len(r.backends)
-		r.mu.Unlock()
-		out := req.Clone(req.Context())
-		out.URL.Host = r.backends[i]
-		if req.Body != nil {
-			out.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		resp, err := http.DefaultTransport.RoundTrip(out)
-		var op *net.OpError
-		if err != nil && errors.As(err, &op) && op.Op == "dial" {
-			last = err
-			continue
-		}
-		r.mu.Lock()
-		r.hits[i]++
-		r.mu.Unlock()
-		return resp, err
-	}
-	return nil, last
-}
-
-func (r *replicas) served() []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]int(nil), r.hits...)
-}
 
 // TestReplicas runs three server processes behind one round-robin address, the way the
 // Deployment's replicas sit behind its Service: sessionless calls land on a different replica
@@ -84,35 +30,59 @@ func TestReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := &replicas{}
-	front := &httptest.Server{Listener: ln, Config: &http.Server{Handler: &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "replica" },
-		Transport:     lb,
-		FlushInterval: -1,
-	}}}
-	front.Start()
+	front := load.NewFront(ln)
 	t.Cleanup(front.Close)
 	c := connections()[4] // sandboxd by pod IP, as deploy/ ships
-	env := append([]string{"K8S_SANDBOX_AUTH__TOKENS=alice:" + token, "K8S_SANDBOX_HTTP__PUBLIC_URL=" + front.URL}, c.env...)
+	env := append([]string{"K8S_SANDBOX_AUTH__TOKENS=alice:" + token, "K8S_SANDBOX_HTTP__PUBLIC_URL=" + front.URL()}, c.env...)
 	var procs []*replicaProc
 	for range 3 {
 		cmd, base := startServer(t, env)
 		u, _ := url.Parse(base)
 		procs = append(procs, &replicaProc{kill: cmd.Process.Kill})
-		lb.backends = append(lb.backends, u.Host)
-		lb.hits = append(lb.hits, 0)
+		front.Add(u.Host)
 	}
-	s, err := authSession(t, front.URL, token, "") // the default era: sessionless
+	s, err := authSession(t, front.URL(), token, "") // the default era: sessionless
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("scenario across replicas", func(t *testing.T) {
 		scenario(t, s, ns, c.pool)
-		for i, n := range lb.served() {
+		for i, n := range front.Served() {
 			if n < 5 {
-				t.Errorf("replica %d served %d requests: the calls did not alternate (%v)", i, n, lb.served())
+				t.Errorf("replica %d served %d requests: the calls did not alternate (%v)", i, n, front.Served())
 			}
+		}
+	})
+
+	t.Run("a 2025-11-25 session on another replica is told to start anew", func(t *testing.T) {
+		post := func(session, body string) (*http.Response, string) {
+			req, _ := http.NewRequest(http.MethodPost, front.URL()+"/mcp", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if session != "" {
+				req.Header.Set("Mcp-Session-Id", session)
+				req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp, string(b)
+		}
+		resp, _ := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",`+
+			`"capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
+		id := resp.Header.Get("Mcp-Session-Id")
+		if id == "" {
+			t.Fatalf("initialize: %d, no session", resp.StatusCode)
+		}
+		// Round robin: the next request reaches another replica, which never held the session.
+		resp, body := post(id, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "Start a new session with initialize") {
+			t.Errorf("a session's call on another replica: %d %s", resp.StatusCode, body)
 		}
 	})
 
@@ -134,13 +104,13 @@ func TestReplicas(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("GET %s: %d %q", web, code, body)
 		}
-		before := lb.served()
+		before := front.Served()
 		for range 6 {
 			if code, body := fetch(t, web+"hello.txt", token); code != 200 || body != "from-a-replica\n" {
 				t.Errorf("through the front: %d %q", code, body)
 			}
 		}
-		for i, n := range lb.served() {
+		for i, n := range front.Served() {
 			if n-before[i] < 2 {
 				t.Errorf("replica %d served %d of the port's requests", i, n-before[i])
 			}

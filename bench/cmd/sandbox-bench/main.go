@@ -39,6 +39,12 @@ type config struct {
 	listFiles       []int
 	poolReplicas    int
 	runs            int
+
+	loadReplicas  int
+	loadClients   int
+	loadCalls     int
+	loadSessions  int
+	loadSandboxes int
 }
 
 func parseFlags(args []string) (config, error) {
@@ -49,7 +55,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.out, "out", "BENCHMARKS.md", "where to write the report")
 	fs.StringVar(&c.analysis, "analysis", "bench/ANALYSIS.md", "hand-written analysis appended to the report (skipped if missing)")
 	fs.StringVar(&c.command, "command", "", "the command line to show under Reproduce (default: this one)")
-	items := fs.String("items", "1,2,3,4,5,6,7", "which items to run")
+	items := fs.String("items", "1,2,3,4,5,6,7,8", "which items to run")
 	fs.IntVar(&c.warm, "warmup", 5, "unmeasured iterations before each latency series")
 	fs.IntVar(&c.smallRuns, "small-runs", 200, "item 1: small commands per side and runtime")
 	fs.IntVar(&c.bigRuns, "big-runs", 3, "item 2: large-output commands per side, size and server process")
@@ -67,6 +73,11 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.listRuns, "list-runs", 7, "item 6: listings per side and directory")
 	listFiles := fs.String("list-files", "1000,100000", "item 6: directory sizes")
 	replicas := fs.Int("pool-replicas", 2, "warm sandboxes per pool in the bench namespace")
+	fs.IntVar(&c.loadReplicas, "load-replicas", 3, "item 8: replicas compared with one")
+	fs.IntVar(&c.loadClients, "load-clients", 200, "item 8: concurrent sessionless clients")
+	fs.IntVar(&c.loadCalls, "load-calls", 10, "item 8: execute_command calls per sessionless client")
+	fs.IntVar(&c.loadSessions, "load-sessions", 50, "item 8: concurrent 2025-11-25 sessions, each creating a sandbox")
+	fs.IntVar(&c.loadSandboxes, "load-sandboxes", 200, "item 8: sandboxes created and deleted over a run")
 	fs.IntVar(&c.runs, "runs", 1, "run the selected items this many times; the report compares the runs and details the last")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -167,7 +178,7 @@ func run(ctx context.Context, cfg config) error {
 		run func(context.Context) (*section, error)
 	}{
 		{"1", b.smallCommands}, {"2", b.largeOutput}, {"3", b.createLatency},
-		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge}, {"7", b.workbenchMemory},
+		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge}, {"7", b.workbenchMemory}, {"8", b.replicasLoad},
 	}
 	for run := 1; run <= cfg.runs; run++ {
 		var sections []*section

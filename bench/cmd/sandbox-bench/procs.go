@@ -64,14 +64,14 @@ type httpServer struct {
 	log  *logRecorder
 }
 
-func startHTTP(ctx context.Context, bin string, env []string) (*httpServer, error) {
+func startHTTP(ctx context.Context, bin string, env []string, args ...string) (*httpServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "--http", addr, "--log-format", "json")
+	cmd := exec.Command(bin, append([]string{"--http", addr, "--log-format", "json"}, args...)...)
 	cmd.Env = env
 	rec := &logRecorder{}
 	cmd.Stderr = rec
