@@ -5,6 +5,7 @@
 package load
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -98,4 +101,25 @@ func (f *Front) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	return nil, last
+}
+
+// Goroutines reads go_goroutines from each replica's /metrics URL (-1 when it has none).
+func Goroutines(metricsURLs []string) ([]int, error) {
+	var out []int
+	for _, u := range metricsURLs {
+		resp, err := http.Get(u)
+		if err != nil {
+			return nil, err
+		}
+		n := -1
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+				n, _ = strconv.Atoi(v)
+			}
+		}
+		resp.Body.Close()
+		out = append(out, n)
+	}
+	return out, nil
 }

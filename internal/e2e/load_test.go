@@ -3,11 +3,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -56,23 +54,11 @@ func startReplicas(t *testing.T, n int, env []string) *replicaSet {
 // goroutines reads go_goroutines from each replica's /metrics.
 func (rs *replicaSet) goroutines(t *testing.T) []int {
 	t.Helper()
-	var out []int
-	for _, m := range rs.metrics {
-		resp, err := http.Get(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := -1
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-				n, _ = strconv.Atoi(v)
-			}
-		}
-		resp.Body.Close()
-		out = append(out, n)
+	n, err := load.Goroutines(rs.metrics)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return n
 }
 
 // rssKiB reads a field of /proc/<pid>/status (VmRSS, VmHWM) of each replica.

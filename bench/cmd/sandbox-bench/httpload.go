@@ -6,13 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/bench/load"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -162,21 +162,9 @@ func (b *bench) loadAt(ctx context.Context, h *httpServer, principals []principa
 	return lat, tput, h.log.takeHandler("execute_command"), nil
 }
 
-// bearer adds a principal's token to every request of the MCP client.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.token)
-	return t.next.RoundTrip(r)
-}
-
 func connectAs(ctx context.Context, h *httpServer, token string) (*mcp.ClientSession, error) {
 	hc := newHTTPClient()
-	hc.Transport = bearer{token: token, next: hc.Transport}
+	hc.Transport = load.Bearer{Token: token, Next: hc.Transport}
 	return newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.base + "/mcp", HTTPClient: hc}, nil)
 }
 

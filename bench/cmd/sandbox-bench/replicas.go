@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -72,8 +70,8 @@ func (b *bench) replicasLoad(ctx context.Context) (*section, error) {
 	for _, tool := range loadTools {
 		row := []string{tool}
 		for _, r := range runs {
-			row = append(row, strconv.Itoa(len(r.res.Latency[tool])), fmtNum(ms(r.res.Quantile(tool, 0.5)), ""),
-				fmtNum(ms(r.res.Quantile(tool, 0.99)), ""))
+			row = append(row, strconv.Itoa(len(r.res.Latency[tool])), strings.TrimSpace(fmtNum(ms(r.res.Quantile(tool, 0.5)), "")),
+				strings.TrimSpace(fmtNum(ms(r.res.Quantile(tool, 0.99)), "")))
 		}
 		lat.rows = append(lat.rows, row)
 	}
@@ -145,7 +143,7 @@ func (b *bench) loadOn(ctx context.Context, n int, env, tokens []string) (loadRu
 		return out, fmt.Errorf("warm-up: %v %v", err, r.First)
 	}
 	time.Sleep(2 * time.Second)
-	if out.before, err = goroutines(metrics); err != nil {
+	if out.before, err = load.Goroutines(metrics); err != nil {
 		return out, err
 	}
 	for _, h := range servers {
@@ -172,7 +170,7 @@ func (b *bench) loadOn(ctx context.Context, n int, env, tokens []string) (loadRu
 		out.rss, out.peak = append(out.rss, mib(rss)), append(out.peak, mib(peak))
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
-		if out.after, err = goroutines(metrics); err != nil {
+		if out.after, err = load.Goroutines(metrics); err != nil {
 			return out, err
 		}
 		out.goroutinesBack = true
@@ -183,27 +181,6 @@ func (b *bench) loadOn(ctx context.Context, n int, env, tokens []string) (loadRu
 			return out, nil
 		}
 	}
-}
-
-// goroutines reads go_goroutines from each /metrics address.
-func goroutines(addrs []string) ([]int, error) {
-	var out []int
-	for _, a := range addrs {
-		resp, err := http.Get(a)
-		if err != nil {
-			return nil, err
-		}
-		n := -1
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-				n, _ = strconv.Atoi(v)
-			}
-		}
-		resp.Body.Close()
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 func ints(v []int) string {
