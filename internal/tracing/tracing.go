@@ -88,12 +88,16 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	return t.sdk.Shutdown(ctx)
 }
 
-// Transport wraps rt so each request is a child span and carries traceparent; unchanged when off.
+// Transport wraps rt so each request made within a traced call is a child span and carries
+// traceparent; unchanged when off. Requests outside a call (the watch cache's lists and
+// watches, the audit trail's Events, sweeps) make no spans: they would be parentless traces
+// nobody asked for.
 func (t *Tracing) Transport(rt http.RoundTripper) http.RoundTripper {
 	if !t.On() {
 		return rt
 	}
-	return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(t.sdk), otelhttp.WithPropagators(t.prop))
+	return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(t.sdk), otelhttp.WithPropagators(t.prop),
+		otelhttp.WithFilter(func(r *http.Request) bool { return trace.SpanContextFromContext(r.Context()).IsValid() }))
 }
 
 // GRPC is the dial option that makes each RPC a child span with the trace context in its

@@ -88,4 +88,15 @@ func TestCallSpanContinuesTheClientsTrace(t *testing.T) {
 	if !strings.Contains(got, traceID) {
 		t.Error("the trace did not reach the server")
 	}
+
+	// A request outside any call (a watch, an Event) makes no span and sends no traceparent.
+	got = ""
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := len(rec.Ended()); n != 2 || got != "" {
+		t.Errorf("a request outside a call: %d spans, traceparent %q", n, got)
+	}
 }
