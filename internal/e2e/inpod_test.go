@@ -86,7 +86,7 @@ func TestServerAsAPod(t *testing.T) {
 			kubectl(t, "-n", serverNS, "patch", "configmap", serverDeploy, "--type=merge", "-p", patch)
 			kubectl(t, "-n", serverNS, "rollout", "restart", "deploy/"+serverDeploy)
 		}
-		kubectl(t, "-n", serverNS, "rollout", "status", "deploy/"+serverDeploy, "--timeout=120s")
+		rolledOut(t)
 		t.Run(s.name, func(t *testing.T) {
 			cs, err := authSession(t, base, token, "")
 			if err != nil {
@@ -163,7 +163,7 @@ func TestServerAsAPod(t *testing.T) {
 			}
 		}()
 		kubectl(t, "-n", serverNS, "rollout", "restart", "deploy/"+serverDeploy)
-		kubectl(t, "-n", serverNS, "rollout", "status", "deploy/"+serverDeploy, "--timeout=180s")
+		rolledOut(t)
 		close(stop)
 		<-done
 		t.Logf("calls during the rolling restart: %d, failed: %d", calls, failed)
@@ -190,6 +190,25 @@ func TestServerAsAPod(t *testing.T) {
 		}
 		call[map[string]any](t, cs, "delete_sandbox", claim)
 		claimGone(t, "default", c.SandboxClaimName, 30*time.Second)
+	})
+}
+
+// rolledOut waits for the Deployment's rollout and then for its old pods to be gone: they serve
+// while they drain (K8S_SANDBOX_HTTP__DRAIN_SECONDS), with the settings they started with.
+func rolledOut(t *testing.T) {
+	t.Helper()
+	kubectl(t, "-n", serverNS, "rollout", "status", "deploy/"+serverDeploy, "--timeout=180s")
+	waitFor(t, 120*time.Second, func() bool {
+		pods, err := stack.Kube.CoreV1().Pods(serverNS).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
+		if err != nil {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				return false
+			}
+		}
+		return true
 	})
 }
 

@@ -121,8 +121,11 @@ func TestProcessesOutliveTheServer(t *testing.T) {
 			list := call[struct {
 				Processes []processInfo `json:"processes"`
 			}](t, second, "list_processes", with(nil))
-			if len(list.Processes) != 2 || list.Processes[0].ProcessID != web.ProcessID || !list.Processes[0].Running ||
-				list.Processes[1].Running || list.Processes[1].ExitCode == nil {
+			byID := map[string]processInfo{}
+			for _, p := range list.Processes {
+				byID[p.ProcessID] = p
+			}
+			if w, r := byID[web.ProcessID], byID[repl.ProcessID]; len(list.Processes) != 2 || !w.Running || r.Running || r.ExitCode == nil {
 				t.Fatalf("list_processes from a second server: %+v", list.Processes)
 			}
 			again := call[processOutput](t, second, "read_process_output", with(map[string]any{"process_id": web.ProcessID}))

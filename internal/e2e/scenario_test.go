@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,6 +63,14 @@ func TestEveryToolEveryConnection(t *testing.T) {
 }
 
 func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
+	t.Helper()
+	scenarioWith(t, s, ns, pool, 0)
+}
+
+// scenarioWith is scenario where, with several replicas, the status call after delete_sandbox
+// may reach a replica whose watch has not delivered the deletion yet: it is given settle to
+// say "not found". One server says so at once (settle 0).
+func scenarioWith(t *testing.T, s *mcp.ClientSession, ns, pool string, settle time.Duration) {
 	t.Helper()
 	cat := call[struct {
 		Namespaces []struct {
@@ -208,7 +217,16 @@ func scenario(t *testing.T, s *mcp.ClientSession, ns, pool string) {
 		t.Errorf("status %+v", st)
 	}
 	call[struct{}](t, s, "delete_sandbox", claim)
-	if msg := callError(t, s, "get_sandbox_status", claim); !strings.Contains(msg, "not found") {
-		t.Errorf("status after delete: %s", msg)
+	deleted := time.Now()
+	for {
+		res, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "get_sandbox_status", Arguments: claim})
+		if err == nil && res.IsError && strings.Contains(resultText(res), "not found") {
+			return
+		}
+		if time.Since(deleted) >= settle {
+			t.Errorf("status %s after delete: %v %+v", time.Since(deleted).Round(time.Millisecond), err, res)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
