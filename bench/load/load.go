@@ -243,9 +243,10 @@ func (rec *recorder) fail(what string, err error) {
 }
 
 // createArgs asks for the longest wait the tool allows: under the load most creates wait for a
-// new pod on a busy node, and that wait is what is measured, not a failure.
+// new pod on a busy node, and that wait is what is measured, not a failure. The shutdown time
+// outlasts a long run (the default, 300 s, expired the shared sandboxes before their delete).
 func createArgs(cfg Config) map[string]any {
-	return map[string]any{"warmpool": cfg.Pool, "namespace": cfg.Namespace, "sandbox_ready_timeout": 600}
+	return map[string]any{"warmpool": cfg.Pool, "namespace": cfg.Namespace, "sandbox_ready_timeout": 600, "shutdown_after_seconds": 3600}
 }
 
 func claim(cfg Config, name string, kv ...string) map[string]any {
