@@ -50,26 +50,12 @@ func (r *Registry) check(ctx context.Context) {
 	}
 }
 
+// endUnexposed ends what this process holds for claim c that exposed (its record) no longer has.
 func (r *Registry) endUnexposed(c claimRef, exposed map[int]kube.Exposure) {
-	r.mu.Lock()
-	var closing []*listener
-	for k, l := range r.listeners {
-		if _, ok := exposed[k.port]; k.namespace == c.namespace && k.claim == c.claim && !ok {
-			closing = append(closing, l)
-			delete(r.listeners, k)
-		}
-	}
-	for o := range r.open {
-		if e, ok := exposed[o.port]; o.namespace == c.namespace && o.claim == c.claim && (!ok || !e.Valid(o.tokenHash)) {
-			o.cancel()
-			delete(r.open, o)
-		}
-	}
-	r.mu.Unlock()
-	for _, l := range closing {
-		_ = l.srv.Close()
-	}
-	if len(closing) > 0 {
-		r.log.Info().Str("namespace", c.namespace).Str("claim", c.claim).Int("listeners", len(closing)).Msg("exposed ports ended")
-	}
+	mine := func(k key) bool { return k.namespace == c.namespace && k.claim == c.claim }
+	r.endWhere(func(k key) bool { _, ok := exposed[k.port]; return mine(k) && !ok },
+		func(o *openRequest) bool {
+			e, ok := exposed[o.port]
+			return mine(o.key) && (!ok || !e.Valid(o.tokenHash))
+		})
 }

@@ -171,16 +171,23 @@ func (r *Registry) Forget(namespace, claim string) {
 
 // end closes the listeners and open requests of every port that match says ended.
 func (r *Registry) end(match func(key) bool) {
+	r.endWhere(match, func(o *openRequest) bool { return match(o.key) })
+}
+
+// endWhere closes the listeners of the ports port says ended and the open requests request
+// says ended.
+// It returns how many listeners it closed.
+func (r *Registry) endWhere(port func(key) bool, request func(*openRequest) bool) int {
 	r.mu.Lock()
 	var closing []*listener
 	for k, l := range r.listeners {
-		if match(k) {
+		if port(k) {
 			closing = append(closing, l)
 			delete(r.listeners, k)
 		}
 	}
 	for o := range r.open {
-		if match(o.key) {
+		if request(o) {
 			o.cancel() // ends streams and upgraded connections, which Close leaves open
 			delete(r.open, o)
 		}
@@ -189,6 +196,7 @@ func (r *Registry) end(match func(key) bool) {
 	for _, l := range closing {
 		_ = l.srv.Close()
 	}
+	return len(closing)
 }
 
 // loopbackHost accepts the listener's own address, or localhost with its port.
