@@ -127,9 +127,12 @@ func (c *Client) patchExposures(ctx context.Context, namespace, name, owner stri
 // Exposed returns a claim of this server, whoever owns it, with its exposed ports: a request
 // through an exposed URL carries no MCP owner, its token decides. From the watch cache when it
 // can; a claim without the owner label is not found.
-func (c *Client) Exposed(ctx context.Context, namespace, name string) (Claim, map[int]Exposure, error) {
+//
+// fresh skips the cache: another replica's expose_port reaches this one's watch a little
+// later, so a token the cache does not know yet is asked of the API before it is refused.
+func (c *Client) Exposed(ctx context.Context, namespace, name string, fresh bool) (Claim, map[int]Exposure, error) {
 	obj, sb, ok := (*extv1beta1.SandboxClaim)(nil), (*sandboxv1beta1.Sandbox)(nil), false
-	if c.cache != nil {
+	if c.cache != nil && !fresh {
 		obj, sb, ok = c.cache.lookup(namespace, name)
 		ok = ok && obj.Labels[c.ownerKey] != "" && !c.cache.deletedHere(namespace, obj.UID) && !c.cache.patchedHere(namespace, name)
 	}

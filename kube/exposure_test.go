@@ -20,7 +20,7 @@ func TestExposuresLiveOnTheClaim(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	claim, got, err := c.Exposed(ctx, testNS, "mine")
+	claim, got, err := c.Exposed(ctx, testNS, "mine", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestExposuresLiveOnTheClaim(t *testing.T) {
 	if err := c.Expose(ctx, testNS, "mine", testOwner, 8000, "static:bob", "b0"); err != nil {
 		t.Fatal(err)
 	}
-	if _, got, _ := c.Exposed(ctx, testNS, "mine"); !slices.Equal(got[8000].Tokens, []string{"b0"}) {
+	if _, got, _ := c.Exposed(ctx, testNS, "mine", false); !slices.Equal(got[8000].Tokens, []string{"b0"}) {
 		t.Errorf("after another principal: %+v", got[8000])
 	}
 
@@ -43,7 +43,7 @@ func TestExposuresLiveOnTheClaim(t *testing.T) {
 		if err := c.Expose(ctx, testNS, "mine", testOwner, p, "", "t"); err != nil {
 			t.Fatal(err)
 		}
-		_, got, _ = c.Exposed(ctx, testNS, "mine")
+		_, got, _ = c.Exposed(ctx, testNS, "mine", false)
 	}
 	if err := c.Expose(ctx, testNS, "mine", testOwner, 9999, "", "t"); !errors.Is(err, ErrTooManyPorts) {
 		t.Errorf("port %d: %v, want ErrTooManyPorts", MaxExposedPorts+1, err)
@@ -70,12 +70,12 @@ func TestExposuresLiveOnTheClaim(t *testing.T) {
 		if found != tc.found || !errors.Is(err, tc.err) {
 			t.Errorf("%s: unexpose %v %v, want %v %v", tc.name, found, err, tc.found, tc.err)
 		}
-		if _, got, _ := c.Exposed(ctx, testNS, "mine"); len(got) != tc.left {
+		if _, got, _ := c.Exposed(ctx, testNS, "mine", false); len(got) != tc.left {
 			t.Errorf("%s: %d ports left, want %d", tc.name, len(got), tc.left)
 		}
 	}
 	for _, name := range []string{"foreign", "absent"} {
-		if _, _, err := c.Exposed(ctx, testNS, name); !errors.Is(err, ErrNotFound) {
+		if _, _, err := c.Exposed(ctx, testNS, name, false); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Exposed(%s): %v, want not found", name, err)
 		}
 	}

@@ -41,7 +41,7 @@ func (r *Registry) check(ctx context.Context) {
 	r.mu.Unlock()
 	for c := range held {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, exposed, err := r.store.Exposed(cctx, c.namespace, c.claim)
+		_, exposed, err := r.store.Exposed(cctx, c.namespace, c.claim, false)
 		cancel()
 		if err != nil && !errors.Is(err, kube.ErrNotFound) {
 			continue

@@ -45,7 +45,8 @@ const checkEvery = 2 * time.Second
 type Store interface {
 	Expose(ctx context.Context, namespace, name, owner string, port int, principal, tokenHash string) error
 	Unexpose(ctx context.Context, namespace, name, owner string, port int) (bool, error)
-	Exposed(ctx context.Context, namespace, name string) (kube.Claim, map[int]kube.Exposure, error)
+	// Exposed reads a claim's exposures, from the API when fresh (else the watch cache may answer).
+	Exposed(ctx context.Context, namespace, name string, fresh bool) (kube.Claim, map[int]kube.Exposure, error)
 }
 
 // PrincipalFunc names the authenticated caller of a request or call ("" when there is none).
@@ -226,16 +227,24 @@ func (r *Registry) Handler() http.Handler {
 	})
 }
 
+// lookup returns the claim and the exposure of k's port (zero when not exposed).
+func (r *Registry) lookup(ctx context.Context, k key, fresh bool) (kube.Claim, kube.Exposure, error) {
+	c, exposed, err := r.store.Exposed(ctx, k.namespace, k.claim, fresh)
+	return c, exposed[k.port], err
+}
+
 // serve checks the token and the caller against the claim's record, then proxies.
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, path string) {
-	c, exposed, err := r.store.Exposed(req.Context(), k.namespace, k.claim)
+	th := hashToken(tok)
+	c, e, err := r.lookup(req.Context(), k, false)
+	if err == nil && !e.Valid(th) {
+		c, e, err = r.lookup(req.Context(), k, true) // exposed through another replica a moment ago?
+	}
 	if err != nil && !errors.Is(err, kube.ErrNotFound) {
 		http.Error(w, "looking up the sandbox: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	th := hashToken(tok)
-	e, ok := exposed[k.port]
-	if err != nil || !ok || !e.Valid(th) || e.Principal != r.principal(req.Context()) {
+	if err != nil || !e.Valid(th) || e.Principal != r.principal(req.Context()) {
 		http.Error(w, notExposed, http.StatusNotFound)
 		return
 	}

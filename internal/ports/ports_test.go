@@ -22,6 +22,7 @@ import (
 // fakeStore keeps exposures like kube.Client does on the claims: alice owns every claim.
 type fakeStore struct {
 	mu      sync.Mutex
+	lagging bool // the cache has not seen the exposures yet: only a fresh read has them
 	gone    map[string]bool
 	exposed map[string]map[int]kube.Exposure
 }
@@ -62,11 +63,14 @@ func (f *fakeStore) Unexpose(_ context.Context, ns, name, owner string, port int
 	return n > len(f.exposed[name]), nil
 }
 
-func (f *fakeStore) Exposed(_ context.Context, ns, name string) (kube.Claim, map[int]kube.Exposure, error) {
+func (f *fakeStore) Exposed(_ context.Context, ns, name string, fresh bool) (kube.Claim, map[int]kube.Exposure, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.owned(name, "alice"); err != nil {
 		return kube.Claim{}, nil, err
+	}
+	if f.lagging && !fresh {
+		return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, nil, nil
 	}
 	return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, maps.Clone(f.exposed[name]), nil
 }
@@ -210,6 +214,22 @@ func TestExposeOverHTTP(t *testing.T) {
 	store.mu.Unlock()
 	if code, _ := get(t, u); code != http.StatusNotFound {
 		t.Errorf("deleted sandbox: %d", code)
+	}
+}
+
+// A URL just exposed through another replica works before this replica's cache has it.
+func TestExposedElsewhereAMomentAgo(t *testing.T) {
+	r1, r2, store := setup(t)
+	url1, url2 := serveHTTP(t, r1), serveHTTP(t, r2)
+	u, err := r1.Expose(context.Background(), "alice", "ns", "c4", 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.mu.Lock()
+	store.lagging = true
+	store.mu.Unlock()
+	if code, _ := get(t, strings.Replace(u, url1, url2, 1)); code != http.StatusOK {
+		t.Errorf("through the other replica while its cache lags: %d", code)
 	}
 }
 
