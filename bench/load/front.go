@@ -56,6 +56,22 @@ func (f *Front) Add(hostPort string) {
 	f.hits = append(f.hits, 0)
 }
 
+// Remove takes a replica out of the rotation, as the endpoints controller does with a deleted
+// pod, and drops the pooled connections (a request written on one to a dead replica would fail).
+func (f *Front) Remove(hostPort string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, b := range f.backends {
+		if b == hostPort {
+			f.backends = append(f.backends[:i:i], f.backends[i+1:]...)
+			f.hits = append(f.hits[:i:i], f.hits[i+1:]...)
+			f.next = 0
+			break
+		}
+	}
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+}
+
 // Served is how many requests each replica has been sent, in the order added.
 func (f *Front) Served() []int {
 	f.mu.Lock()

@@ -35,11 +35,13 @@ func TestReplicas(t *testing.T) {
 	c := connections()[4] // sandboxd by pod IP, as deploy/ ships
 	env := append([]string{"K8S_SANDBOX_AUTH__TOKENS=alice:" + token, "K8S_SANDBOX_HTTP__PUBLIC_URL=" + front.URL()}, c.env...)
 	var procs []*replicaProc
+	var hosts []string
 	for range 3 {
 		cmd, base := startServer(t, env)
 		u, _ := url.Parse(base)
 		procs = append(procs, &replicaProc{kill: cmd.Process.Kill})
 		front.Add(u.Host)
+		hosts = append(hosts, u.Host)
 	}
 	s, err := authSession(t, front.URL(), token, "") // the default era: sessionless
 	if err != nil {
@@ -121,6 +123,7 @@ func TestReplicas(t *testing.T) {
 		if err := procs[0].kill(); err != nil {
 			t.Fatal(err)
 		}
+		front.Remove(hosts[0]) // the endpoints controller's part when a pod dies
 		for range 4 { // every remaining replica, twice
 			if ex := call[execResult](t, s, "execute_command", with(map[string]any{"command": "cat site/hello.txt"})); ex.Stdout != "from-a-replica\n" {
 				t.Errorf("after the kill: %+v", ex)
