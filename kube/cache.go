@@ -100,6 +100,7 @@ type nsWatch struct {
 	claims    extlisters.SandboxClaimNamespaceLister
 	sandboxes sandboxlisters.SandboxNamespaceLister
 	synced    []cache.InformerSynced
+	stores    []cache.Store // claims, then Sandboxes: what the cache holds, for its size
 	failed    chan struct{} // closed when a watch is refused (RBAC): the namespace stays uncached
 	once      sync.Once
 	cancel    context.CancelFunc
@@ -248,6 +249,7 @@ func (w *watchCache) start(namespace string) *nsWatch {
 	for _, inf := range []cache.SharedIndexInformer{ci.Informer(), si.Informer()} {
 		_ = inf.SetWatchErrorHandler(onError)
 		nw.synced = append(nw.synced, inf.HasSynced)
+		nw.stores = append(nw.stores, inf.GetStore())
 	}
 	ef.Start(ctx.Done())
 	sf.Start(ctx.Done())
@@ -264,6 +266,22 @@ func (w *watchCache) watched() []string {
 		out = append(out, el.Value.(*nsWatch).namespace)
 	}
 	return out
+}
+
+// size counts the claims and Sandboxes held across the watched namespaces.
+func (w *watchCache) size() (claims, sandboxes int) {
+	w.mu.Lock()
+	var stores [][]cache.Store
+	for el := w.lru.Front(); el != nil; el = el.Next() {
+		stores = append(stores, el.Value.(*nsWatch).stores)
+	}
+	w.mu.Unlock()
+	// ListKeys copies keys, not objects; the stores have their own locks.
+	for _, s := range stores {
+		claims += len(s[0].ListKeys())
+		sandboxes += len(s[1].ListKeys())
+	}
+	return claims, sandboxes
 }
 
 // close stops every watch.

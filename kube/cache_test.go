@@ -350,3 +350,23 @@ func TestIdleSweepRunsWithoutCalls(t *testing.T) {
 		eventually(t, "the idle namespace's watches stayed open", func() bool { return cw.open("burst") == 0 })
 	}
 }
+
+func TestCachedCountsOnlyOurClaims(t *testing.T) {
+	foreign := claimObj(testNS, "theirs", nil, readyStatus("sb-2", "10.0.0.8"))
+	f := newFakes(t, append(cachedFixture("uid-1"), foreign)...)
+	withCache(t, f, defaultOptions())
+	if c, s := f.c.Cached(); c != 0 || s != 0 {
+		t.Fatalf("before any call: Cached() = %d, %d, want 0, 0", c, s)
+	}
+	if _, err := f.c.Get(context.Background(), testNS, "mine", testOwner); err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	eventually(t, "the cache never held our claim and its Sandbox", func() bool {
+		c, s := f.c.Cached()
+		return c == 1 && s == 1
+	})
+	f.c.Close()
+	if c, s := f.c.Cached(); c != 0 || s != 0 {
+		t.Errorf("after Close: Cached() = %d, %d, want 0, 0", c, s)
+	}
+}

@@ -118,6 +118,14 @@ func (c *Client) WatchedNamespaces() int {
 	return len(c.cache.watched())
 }
 
+// Cached counts the claims and Sandboxes the watch cache holds (its memory grows with them).
+func (c *Client) Cached() (claims, sandboxes int) {
+	if c.cache == nil {
+		return 0, 0
+	}
+	return c.cache.size()
+}
+
 // NewFromClients wires prebuilt (e.g. fake) clients. ownerLabelKey is not validated here.
 func NewFromClients(ext extclientset.Interface, core sandboxclientset.Interface, dyn dynamic.Interface, ownerLabelKey string) *Client {
 	return &Client{

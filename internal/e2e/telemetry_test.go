@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -31,17 +32,6 @@ func TestPrometheusMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	created := call[createResult](t, s, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns.Name})
-	with := sandboxArgs(created.SandboxClaimName, ns.Name)
-	for _, cmd := range []string{"echo one", "printf 'x%.0s' $(seq 1 5000)", "exit 3"} {
-		call[execResult](t, s, "execute_command", with(map[string]any{"command": cmd, "max_output_chars": 1000}))
-	}
-	callError(t, s, "execute_command", map[string]any{"sandbox_claim_name": "no-such-claim", "namespace": ns.Name, "command": "true"})
-	call[map[string]any](t, s, "delete_sandbox", with(nil))
-	if _, err := authSession(t, base, "wrong-token-0123456789", ""); err == nil {
-		t.Fatal("a wrong token connected")
-	}
-
 	get := func(u string) (int, string) {
 		resp, err := http.Get(u)
 		if err != nil {
@@ -51,6 +41,31 @@ func TestPrometheusMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	created := call[createResult](t, s, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns.Name})
+	with := sandboxArgs(created.SandboxClaimName, ns.Name)
+	for _, cmd := range []string{"echo one", "printf 'x%.0s' $(seq 1 5000)", "exit 3"} {
+		call[execResult](t, s, "execute_command", with(map[string]any{"command": cmd, "max_output_chars": 1000}))
+	}
+	callError(t, s, "execute_command", map[string]any{"sandbox_claim_name": "no-such-claim", "namespace": ns.Name, "command": "true"})
+	// The cache-size gauges follow the claim in and out of the watch cache.
+	cacheHolds := func(claims int) {
+		t.Helper()
+		want := []string{fmt.Sprintf("\nk8s_sandbox_mcp_cached_claims %d\n", claims), fmt.Sprintf("\nk8s_sandbox_mcp_cached_sandboxes %d\n", claims)}
+		var text string
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if _, text = get("http://" + metricsAddr + "/metrics"); strings.Contains(text, want[0]) && strings.Contains(text, want[1]) {
+				return
+			}
+		}
+		t.Errorf("/metrics never had %q; it had:\n%s", want, grepLines(text, "k8s_sandbox_mcp_cached_"))
+	}
+	cacheHolds(1)
+	call[map[string]any](t, s, "delete_sandbox", with(nil))
+	cacheHolds(0)
+	if _, err := authSession(t, base, "wrong-token-0123456789", ""); err == nil {
+		t.Fatal("a wrong token connected")
+	}
+
 	code, text := get("http://" + metricsAddr + "/metrics")
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
@@ -105,4 +120,15 @@ func TestPrometheusMetrics(t *testing.T) {
 			t.Errorf("an Event carries a command: %q", m)
 		}
 	}
+}
+
+// grepLines returns text's lines that contain sub.
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
