@@ -124,7 +124,8 @@ func TestReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		front.Remove(hosts[0]) // the endpoints controller's part when a pod dies
-		for range 4 { // every remaining replica, twice
+		// Every remaining replica, twice.
+		for range 4 {
 			if ex := call[execResult](t, s, "execute_command", with(map[string]any{"command": "cat site/hello.txt"})); ex.Stdout != "from-a-replica\n" {
 				t.Errorf("after the kill: %+v", ex)
 			}

@@ -14,7 +14,9 @@ func TestReportRunToRun(t *testing.T) {
 				figures: []figure{{name: "peak RSS max", value: rss, unit: "MiB"}}}}},
 		}
 	}
-	r := &report{runs: [][]*section{run(1.1, 45), run(1.3, 47.5), run(1.15, 44)}, binary: "`x`, static"}
+	last := append(run(1.15, 44), &section{title: "8. Load", targets: []target{{goal: "no errors", measured: "0", met: true,
+		figures: []figure{{name: "errors", value: 0, unit: "calls"}}}}})
+	r := &report{runs: [][]*section{run(1.1, 45), run(1.3, 47.5), last}, binary: "`x`, static", lastRunOnly: "item 8"}
 	r.sections = r.runs[2]
 	var b strings.Builder
 	if err := r.write(&b); err != nil {
@@ -22,7 +24,9 @@ func TestReportRunToRun(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"The items ran 3 times in a row",
+		"The items ran 3 times in a row (item 8 in the last only)",
+		"| 8 | no errors | 0 | met in 1 of 1 runs |",
+		"| 8 | no errors: errors | - | - | 0.00 calls | 0.00 calls / 0.00 calls / 0.00 calls |",
 		"| 1 | ratio ≤ 1.2 | 1.15 | **missed** (met in 2 of 3 runs) |",
 		"| 2 | RSS < 64 MB | 44.0 MiB | met in 3 of 3 runs |",
 		"| # | figure | run 1 | run 2 | run 3 | min / median / max |\n|---|---|---|---|---|---|",

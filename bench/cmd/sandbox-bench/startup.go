@@ -35,8 +35,8 @@ func (b *bench) startup(ctx context.Context) (*section, error) {
 			"fork/exec and stops when the `tools/list` answer has been read: the client sends `initialize`, waits for "+
 			"its answer, then sends `notifications/initialized` and `tools/list` (protocol %s). Baseline: `bench/cmd/minimal-mcp`, "+
 			"an mcp-go stdio server with one tool, built the same way as the server (%s). The server runs with the "+
-			"sandboxd-in-cluster settings and the stack's kubeconfig; before it serves, it checks the Kubernetes API once "+
-			"(one SandboxClaim list, so that a broken setup is reported at start), and that request is part of its time.",
+			"sandboxd-in-cluster settings and the stack's kubeconfig; it checks the Kubernetes API once at start (one "+
+			"SandboxClaim list, so that a broken setup is reported on stderr) in the background: serving does not wait for it.",
 			b.cfg.startupRuns, b.cfg.warm, protocolVersion, bothLinked(b.cfg.minimal, b.cfg.server))}
 	env, err := b.serverEnv("SANDBOXD_POD_IP")
 	if err != nil {
