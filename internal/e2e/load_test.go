@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,21 +59,16 @@ func (rs *replicaSet) goroutines(t *testing.T) []int {
 	return n
 }
 
-// rssKiB reads a field of /proc/<pid>/status (VmRSS, VmHWM) of each replica.
-func (rs *replicaSet) rssKiB(t *testing.T, field string) []int {
+// rssMiB reads a size field of /proc/<pid>/status (VmRSS, VmHWM) of each replica.
+func (rs *replicaSet) rssMiB(t *testing.T, field string) []int {
 	t.Helper()
 	var out []int
 	for _, pid := range rs.pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		v, err := load.ProcStatus(pid, field)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, field+":"); ok {
-				n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-				out = append(out, n)
-			}
-		}
+		out = append(out, int(v/(1<<20)))
 	}
 	return out
 }
@@ -128,21 +121,13 @@ func TestLoad(t *testing.T) {
 	if want := cfg.Clients * cfg.Calls; len(r.Latency["execute_command"]) < want {
 		t.Errorf("%d commands answered, want at least %d", len(r.Latency["execute_command"]), want)
 	}
-	t.Logf("RSS per replica %v KiB, peak %v KiB", rs.rssKiB(t, "VmRSS"), rs.rssKiB(t, "VmHWM"))
-	var after []int
-	back := func() bool {
-		after = rs.goroutines(t)
-		for i := range after {
-			if after[i] > before[i]+3 {
-				return false
-			}
-		}
-		return true
-	}
+	t.Logf("RSS per replica %v MiB, peak %v MiB", rs.rssMiB(t, "VmRSS"), rs.rssMiB(t, "VmHWM"))
 	// The gRPC connections to the deleted sandboxes close 30 s after their last call (conn).
-	for deadline := time.Now().Add(60 * time.Second); !back() && time.Now().Before(deadline); time.Sleep(time.Second) {
+	after, back, err := load.GoroutinesBack(t.Context(), rs.metrics, before, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !back() {
+	if !back {
 		t.Errorf("goroutines per replica: %v before the load, still %v 60 s after", before, after)
 	}
 	t.Logf("goroutines per replica: %v before the load, %v after", before, after)

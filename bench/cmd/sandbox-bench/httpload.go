@@ -101,7 +101,7 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 				met:      rel >= httpGoal, figures: []figure{{name: "throughput ratio median", value: rel}}})
 		}
 	}
-	peak, err := procStatus(h.pid(), "VmHWM")
+	peak, err := load.ProcStatus(h.pid(), "VmHWM")
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/bench/load"
 )
 
 func bigCommand(n int64) string { return fmt.Sprintf(`head -c %d /dev/zero | tr '\0' a`, n) }
@@ -211,11 +213,11 @@ func (b *bench) largeRun(ctx context.Context, rt *runtimeUnderTest, name string,
 	pid := rt.srv.pid()
 	r := largeResult{runtime: name, size: n}
 	var err error
-	if r.idle, err = procStatus(pid, "VmRSS"); err != nil {
+	if r.idle, err = load.ProcStatus(pid, "VmRSS"); err != nil {
 		return r, err
 	}
-	r.idleAnon, _ = procStatus(pid, "RssAnon")
-	r.idleFile, _ = procStatus(pid, "RssFile")
+	r.idleAnon, _ = load.ProcStatus(pid, "RssAnon")
+	r.idleFile, _ = load.ProcStatus(pid, "RssFile")
 	args := b.claimArgs(rt.sandbox, map[string]any{"command": bigCommand(n), "timeout": 600})
 	var peaks []memPeak
 	subj := func(ctx context.Context) error {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/bench/load"
 )
 
 // listMax is list_files' default max_entries.
@@ -49,7 +51,7 @@ func (b *bench) listLarge(ctx context.Context) (*section, error) {
 			return err
 		}
 		pid := rt.srv.pid()
-		idle, err := procStatus(pid, "VmRSS")
+		idle, err := load.ProcStatus(pid, "VmRSS")
 		if err != nil {
 			return s, err
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/bench/load"
 )
 
 // protocolVersion is what today's hosts speak; both servers under test support it.
@@ -207,28 +208,6 @@ func (l *logRecorder) tail() string {
 	return strings.Join(l.last, "\n")
 }
 
-// procStatus reads one "kB" field (VmHWM, VmRSS) of /proc/<pid>/status, in bytes.
-func procStatus(pid int, field string) (float64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != field {
-			continue
-		}
-		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/status %s: %w", pid, field, err)
-		}
-		return kb * 1024, nil
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
-}
-
 // procCPU is the CPU time (user + system) a process has used so far, from /proc/<pid>/stat.
 func procCPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -280,7 +259,7 @@ func measurePeak(pid int, f func() error) (memPeak, error) {
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if v, err := procStatus(pid, "RssAnon"); err == nil {
+			if v, err := load.ProcStatus(pid, "RssAnon"); err == nil {
 				anon = max(anon, v)
 			}
 			select {
@@ -296,6 +275,6 @@ func measurePeak(pid int, f func() error) (memPeak, error) {
 	if err != nil {
 		return memPeak{}, err
 	}
-	total, err := procStatus(pid, "VmHWM")
+	total, err := load.ProcStatus(pid, "VmHWM")
 	return memPeak{total: total, anon: anon}, err
 }

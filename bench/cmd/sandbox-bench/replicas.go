@@ -159,28 +159,18 @@ func (b *bench) loadOn(ctx context.Context, n int, env, tokens []string) (loadRu
 	}
 	out.served = front.Served()
 	for _, h := range servers {
-		rss, err := procStatus(h.pid(), "VmRSS")
+		rss, err := load.ProcStatus(h.pid(), "VmRSS")
 		if err != nil {
 			return out, err
 		}
-		peak, err := procStatus(h.pid(), "VmHWM")
+		peak, err := load.ProcStatus(h.pid(), "VmHWM")
 		if err != nil {
 			return out, err
 		}
 		out.rss, out.peak = append(out.rss, mib(rss)), append(out.peak, mib(peak))
 	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
-		if out.after, err = load.Goroutines(metrics); err != nil {
-			return out, err
-		}
-		out.goroutinesBack = true
-		for i := range out.after {
-			out.goroutinesBack = out.goroutinesBack && out.after[i] <= out.before[i]+3
-		}
-		if out.goroutinesBack || time.Now().After(deadline) {
-			return out, nil
-		}
-	}
+	out.after, out.goroutinesBack, err = load.GoroutinesBack(ctx, metrics, out.before, 60*time.Second)
+	return out, err
 }
 
 func ints(v []int) string {

@@ -16,7 +16,7 @@ type report struct {
 	started, finished time.Time
 	sections          []*section   // the last run's, shown in detail
 	runs              [][]*section // every run's, for the run-to-run table
-	lastRunOnly       string // items that ran in the last run only, as shown ("item 8")
+	lastRunOnly       string       // items that ran in the last run only, as shown ("item 8")
 	failures          []string
 	analysis          string // hand-written profiling notes, included verbatim
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/bench/load"
 )
 
 // bothLinked says how the two binaries are linked, so that a start-up ratio between a static
@@ -262,9 +264,9 @@ func imageRow(ctx context.Context, bin string, env []string) ([]string, initTrac
 	}
 	var rss, file, anon float64
 	if err == nil {
-		rss, _ = procStatus(cmd.Process.Pid, "VmRSS")
-		file, _ = procStatus(cmd.Process.Pid, "RssFile")
-		anon, _ = procStatus(cmd.Process.Pid, "RssAnon")
+		rss, _ = load.ProcStatus(cmd.Process.Pid, "VmRSS")
+		file, _ = load.ProcStatus(cmd.Process.Pid, "RssFile")
+		anon, _ = load.ProcStatus(cmd.Process.Pid, "RssAnon")
 	}
 	stdin.Close()
 	_ = cmd.Wait()
