@@ -110,7 +110,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		func() float64 { return float64(a.claims.WatchedNamespaces()) })
 	a.metrics.Gauge("cached_claims", "SandboxClaims the watch cache holds (this server's, in the watched namespaces).",
 		func() float64 { n, _ := a.claims.Cached(); return float64(n) })
-	a.metrics.Gauge("cached_sandboxes", "Sandboxes the watch cache holds (those bound to a claim, in the watched namespaces).",
+	a.metrics.Gauge("cached_sandboxes", "Sandboxes the watch cache holds (those bound to this server's claims, in the watched namespaces).",
 		func() float64 { _, n := a.claims.Cached(); return float64(n) })
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)

@@ -24,6 +24,12 @@ import (
 // claimUIDLabel is what the controller puts on a Sandbox it bound to a claim.
 const claimUIDLabel = "agents.x-k8s.io/claim-uid"
 
+// ourSandboxes selects the Sandboxes bound to claims this server created: the controller
+// copies the claim's created-by label onto the Sandbox it binds (cold or adopted from a warm
+// pool). Without the second term every claimed Sandbox of a namespace would be cached, however
+// many other clients' claims it holds.
+const ourSandboxes = claimUIDLabel + "," + createdByLabel + "=" + createdByValue
+
 // Bounds of the watch cache. Each watched namespace costs two API server watches and the
 // memory of its claims and Sandboxes, so callers must not be able to grow it at will.
 const (
@@ -235,7 +241,7 @@ func (w *watchCache) start(namespace string) *nsWatch {
 	ef := extinformers.NewSharedInformerFactoryWithOptions(w.ext, 0, extinformers.WithNamespace(namespace),
 		extinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = w.ownerKey }))
 	sf := sandboxinformers.NewSharedInformerFactoryWithOptions(w.core, 0, sandboxinformers.WithNamespace(namespace),
-		sandboxinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = claimUIDLabel }))
+		sandboxinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ourSandboxes }))
 	ci := ef.Extensions().V1beta1().SandboxClaims()
 	si := sf.Agents().V1beta1().Sandboxes()
 	nw.claims = ci.Lister().SandboxClaims(namespace)

@@ -66,7 +66,7 @@ func TestSyncedCacheAnswersNotFound(t *testing.T) {
 	late := claimObj(testNS, "nope", map[string]string{testKey: testOwner}, readyStatus("sb-2", "10.0.0.8"))
 	late.UID = "uid-late"
 	sb := sandboxObj(testNS, "sb-2", "sb-2.team-a.svc.cluster.local", []string{"10.0.0.8"}, cond("Ready", metav1.ConditionTrue, "DependenciesReady", ""))
-	sb.Labels = map[string]string{claimUIDLabel: "uid-late"}
+	sb.Labels = map[string]string{claimUIDLabel: "uid-late", createdByLabel: createdByValue}
 	if _, err := f.core.AgentsV1beta1().Sandboxes(testNS).Create(ctx, sb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

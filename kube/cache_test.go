@@ -23,7 +23,7 @@ func cachedFixture(sbClaimUID string) []runtime.Object {
 	claim := claimObj(testNS, "mine", map[string]string{testKey: testOwner}, readyStatus("sb-1", "10.0.0.9"))
 	claim.UID = "uid-1"
 	sb := sandboxObj(testNS, "sb-1", "sb-1.team-a.svc.cluster.local", []string{"10.0.0.7"}, cond("Ready", metav1.ConditionTrue, "DependenciesReady", ""))
-	sb.Labels = map[string]string{claimUIDLabel: sbClaimUID}
+	sb.Labels = map[string]string{claimUIDLabel: sbClaimUID, createdByLabel: createdByValue}
 	return []runtime.Object{claim, sb}
 }
 
@@ -351,9 +351,12 @@ func TestIdleSweepRunsWithoutCalls(t *testing.T) {
 	}
 }
 
-func TestCachedCountsOnlyOurClaims(t *testing.T) {
+func TestCacheHoldsOnlyOurClaimsAndSandboxes(t *testing.T) {
+	// Another client's claim and the Sandbox bound to it, in the same namespace.
 	foreign := claimObj(testNS, "theirs", nil, readyStatus("sb-2", "10.0.0.8"))
-	f := newFakes(t, append(cachedFixture("uid-1"), foreign)...)
+	foreignSb := sandboxObj(testNS, "sb-2", "", []string{"10.0.0.8"})
+	foreignSb.Labels = map[string]string{claimUIDLabel: "uid-2", createdByLabel: "python-client"}
+	f := newFakes(t, append(cachedFixture("uid-1"), foreign, foreignSb)...)
 	withCache(t, f, defaultOptions())
 	if c, s := f.c.Cached(); c != 0 || s != 0 {
 		t.Fatalf("before any call: Cached() = %d, %d, want 0, 0", c, s)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 )
 
 // TestPrometheusMetrics: the counters on --metrics-addr match the calls a client made, and
@@ -41,16 +42,38 @@ func TestPrometheusMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	// Another client's claim in the same namespace, bound like ours: the watch cache must not hold it
+	// or its Sandbox (the cache-size gauges below count exactly one of each).
+	foreign := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "python-client-claim", Namespace: ns.Name,
+		Labels: map[string]string{"agents.x-k8s.io/created-by": "python-client"}},
+		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: c.pool}}}
+	claims := stack.Extensions.ExtensionsV1beta1().SandboxClaims(ns.Name)
+	if _, err := claims.Create(t.Context(), foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	created := call[createResult](t, s, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns.Name})
 	with := sandboxArgs(created.SandboxClaimName, ns.Name)
 	for _, cmd := range []string{"echo one", "printf 'x%.0s' $(seq 1 5000)", "exit 3"} {
 		call[execResult](t, s, "execute_command", with(map[string]any{"command": cmd, "max_output_chars": 1000}))
 	}
 	callError(t, s, "execute_command", map[string]any{"sandbox_claim_name": "no-such-claim", "namespace": ns.Name, "command": "true"})
-	// The cache-size gauges follow the claim in and out of the watch cache.
-	cacheHolds := func(claims int) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		fc, err := claims.Get(t.Context(), foreign.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fc.Status.SandboxStatus.Name != "" {
+			time.Sleep(time.Second) // a watch that selected it would have delivered it by now
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the foreign claim was never bound to a Sandbox")
+		}
+	}
+	// The cache-size gauges follow our claim in and out of the watch cache.
+	cacheHolds := func(n int) {
 		t.Helper()
-		want := []string{fmt.Sprintf("\nk8s_sandbox_mcp_cached_claims %d\n", claims), fmt.Sprintf("\nk8s_sandbox_mcp_cached_sandboxes %d\n", claims)}
+		want := []string{fmt.Sprintf("\nk8s_sandbox_mcp_cached_claims %d\n", n), fmt.Sprintf("\nk8s_sandbox_mcp_cached_sandboxes %d\n", n)}
 		var text string
 		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			if _, text = get("http://" + metricsAddr + "/metrics"); strings.Contains(text, want[0]) && strings.Contains(text, want[1]) {
