@@ -45,6 +45,7 @@ type config struct {
 	loadCalls     int
 	loadSessions  int
 	loadSandboxes int
+	loadChurners  int
 	loadEveryRun  bool
 }
 
@@ -79,6 +80,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.loadCalls, "load-calls", 10, "item 8: execute_command calls per sessionless client")
 	fs.IntVar(&c.loadSessions, "load-sessions", 50, "item 8: concurrent 2025-11-25 sessions, each creating a sandbox")
 	fs.IntVar(&c.loadSandboxes, "load-sandboxes", 200, "item 8: sandboxes created and deleted over a run")
+	fs.IntVar(&c.loadChurners, "load-churners", 8, "item 8: workers creating, using and deleting sandboxes until -load-sandboxes are reached (each sandbox takes a pod: the node's CPU requests bound how many run at once)")
 	fs.BoolVar(&c.loadEveryRun, "load-every-run", false, "item 8 in every run of -runs, not only the last (it is a load run with no baseline to compare runs by, and the longest item)")
 	fs.IntVar(&c.runs, "runs", 1, "run the selected items this many times; the report compares the runs and details the last")
 	if err := fs.Parse(args); err != nil {
@@ -185,7 +187,10 @@ func run(ctx context.Context, cfg config) error {
 		{"1", b.smallCommands}, {"2", b.largeOutput}, {"3", b.createLatency},
 		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge}, {"7", b.workbenchMemory}, {"8", b.replicasLoad},
 	}
-	for run := 1; run <= cfg.runs; run++ {
+	// An interrupt (SIGINT, SIGTERM) ends the item running and writes the report of what has
+	// finished, so that an hour of a long run is not lost to stopping it.
+	interrupted := false
+	for run := 1; run <= cfg.runs && !interrupted; run++ {
 		var sections []*section
 		for _, it := range items {
 			if !cfg.items[it.id] || (it.id == "8" && run < cfg.runs && !cfg.loadEveryRun) {
@@ -194,7 +199,10 @@ func run(ctx context.Context, cfg config) error {
 			logf("run %d of %d, item %s", run, cfg.runs, it.id)
 			s, err := it.run(ctx)
 			if ctx.Err() != nil {
-				return ctx.Err()
+				logf("interrupted in run %d, item %s: writing the report of what finished", run, it.id)
+				r.failures = append(r.failures, fmt.Sprintf("run %d, item %s: interrupted; the report stops there", run, it.id))
+				interrupted = true
+				break
 			}
 			if err != nil {
 				logf("item %s failed: %v", it.id, err)
@@ -204,7 +212,12 @@ func run(ctx context.Context, cfg config) error {
 				sections = append(sections, s)
 			}
 		}
-		r.runs = append(r.runs, sections)
+		if len(sections) > 0 || !interrupted {
+			r.runs = append(r.runs, sections)
+		}
+	}
+	if len(r.runs) == 0 {
+		return ctx.Err()
 	}
 	r.sections = r.runs[len(r.runs)-1]
 	r.finished, r.machine.loadEnd = time.Now(), loadAvg()

@@ -39,11 +39,11 @@ func (b *bench) replicasLoad(ctx context.Context) (*section, error) {
 			"(bench/load, as a Service spreads connections). The load: %d concurrent sessionless clients (%d principals, "+
 			"each with one sandbox its clients share) running %d `execute_command` calls each, with a `get_sandbox_status` "+
 			"after every fifth; %d concurrent 2025-11-25 sessions, each on one replica (as affinity keeps it), creating a "+
-			"sandbox, running 5 commands and deleting it; and churn workers creating, using and deleting sandboxes until "+
+			"sandbox, running 5 commands and deleting it; and %d churn workers creating, using and deleting sandboxes until "+
 			"%d sandboxes in all have been created and deleted. The warm pool holds %d sandboxes, so most creates wait "+
 			"for a new pod. Goroutines are read from each replica's `/metrics` after a small warm-up load and again after "+
 			"the load (waiting up to 60 s: gRPC connections to deleted sandboxes close 30 s after their last call); RSS from /proc.", cfg.loadClients, principals, cfg.loadCalls, cfg.loadSessions,
-			cfg.loadSandboxes, cfg.poolReplicas)}
+			cfg.loadChurners, cfg.loadSandboxes, cfg.poolReplicas)}
 	var tokens, pairs []string
 	for i := range principals {
 		tokens = append(tokens, fmt.Sprintf("load-%02d-%s", i, strings.Repeat("k", 20)))
@@ -152,7 +152,7 @@ func (b *bench) loadOn(ctx context.Context, n int, env, tokens []string) (loadRu
 		}
 	}
 	cfg.Clients, cfg.Calls, cfg.Sessions, cfg.Sandboxes = b.cfg.loadClients, b.cfg.loadCalls, b.cfg.loadSessions, b.cfg.loadSandboxes
-	cfg.Churners = 8
+	cfg.Churners = b.cfg.loadChurners
 	logf("item 8: %d replica(s), load", n)
 	if out.res, err = load.Run(ctx, cfg); err != nil {
 		return out, err
