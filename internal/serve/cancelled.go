@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -30,15 +29,7 @@ func cancelAck(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body := bodyOf(r) // bodyLimit's, unread: no second copy
-		if body == nil {
-			var err error
-			if body, err = io.ReadAll(r.Body); err != nil {
-				next.ServeHTTP(w, r)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
+		body := bodyOf(r) // read once by bodyLimit, which runs before this in NewHandler
 		if bytes.Contains(body, []byte(cancelledMethod)) && isBareCancel(body) {
 			w.WriteHeader(http.StatusAccepted)
 			return
