@@ -119,7 +119,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 			return nil, fmt.Errorf("--metrics-addr: %w", err)
 		}
 		go func() {
-			if err := a.metrics.Serve(bg, ln, a.log); err != nil {
+			if err := a.metrics.Serve(bg, ln, a.log, f.profiling); err != nil {
 				a.log.Error().Err(err).Msg("metrics server failed")
 			}
 		}()

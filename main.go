@@ -29,6 +29,7 @@ func main() {
 type flags struct {
 	httpAddr, envFile, logLevel, logFormat string
 	metricsAddr                            string
+	profiling                              bool
 	sessionTTL                             time.Duration
 	insecureNoAuth, showVersion            bool
 	kube                                   *genericclioptions.ConfigFlags
@@ -78,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&f.sessionTTL, "session-idle-ttl", 30*time.Minute, "HTTP: close sessions idle this long (and release their sandboxes)")
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "HTTP: allow a non-loopback --http address without authentication (warns on every start)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, on an address of their own (a bare port means loopback)")
+	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's profiles at http://METRICS-ADDR/debug/pprof/ (needs --metrics-addr)")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	f.kube = genericclioptions.NewConfigFlags(true)
 	f.kube.AddFlags(fs)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,10 +97,18 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Serve serves /metrics on ln until ctx ends.
-func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log zerolog.Logger) error {
+// Serve serves /metrics on ln until ctx ends, and with profiling Go's /debug/pprof/ as
+// Kubernetes components do behind --profiling: on this address of its own, never the model's.
+func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log zerolog.Logger, profiling bool) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Info().Str("addr", ln.Addr().String()).Msg("serving Prometheus metrics at /metrics")
 	go func() {

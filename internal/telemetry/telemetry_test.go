@@ -1,11 +1,16 @@
 package telemetry
 
 import (
+	"context"
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 func TestMetricsText(t *testing.T) {
@@ -42,6 +47,35 @@ func TestMetricsText(t *testing.T) {
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestProfilingOnlyWhenAsked(t *testing.T) {
+	for _, tc := range []struct {
+		profiling bool
+		want      int
+	}{{false, http.StatusNotFound}, {true, http.StatusOK}} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- New().Serve(ctx, ln, zerolog.Nop(), tc.profiling) }()
+		for _, path := range []string{"/debug/pprof/goroutine?debug=1", "/debug/pprof/cmdline"} {
+			resp, err := http.Get("http://" + ln.Addr().String() + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("profiling=%v: GET %s = %d, want %d", tc.profiling, path, resp.StatusCode, tc.want)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
 	}
 }
