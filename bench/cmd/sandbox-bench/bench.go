@@ -16,12 +16,15 @@ type bench struct {
 	ns    *benchNamespace
 
 	sbd, py *runtimeUnderTest
+
+	profiles int // servers profiled so far (-profile), for unique file names
 }
 
 // runtimeUnderTest is a stdio server connected one way, and a sandbox it created.
 type runtimeUnderTest struct {
 	srv     *stdioServer
 	sandbox sandbox
+	prof    *profiling // nil without -profile
 }
 
 type sandbox struct {
@@ -79,7 +82,11 @@ func (b *bench) startRuntime(ctx context.Context, kind, pool string) (*runtimeUn
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startStdio(ctx, b.cfg.server, env)
+	prof, args, err := b.profileArgs("item1-" + pool)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := startStdio(ctx, b.cfg.server, env, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +95,7 @@ func (b *bench) startRuntime(ctx context.Context, kind, pool string) (*runtimeUn
 		srv.close()
 		return nil, err
 	}
-	return &runtimeUnderTest{srv: srv, sandbox: sb}, nil
+	return &runtimeUnderTest{srv: srv, sandbox: sb, prof: prof}, nil
 }
 
 type createResult struct {

@@ -65,7 +65,11 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 		return nil, err
 	}
 	env = append(env, "K8S_SANDBOX_AUTH__TOKENS="+strings.Join(tokens, ","))
-	h, err := startHTTP(ctx, b.cfg.server, env)
+	prof, args, err := b.profileArgs("item4-http")
+	if err != nil {
+		return nil, err
+	}
+	h, err := startHTTP(ctx, b.cfg.server, env, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +84,8 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 	if err := resetPeak(h.pid()); err != nil {
 		return nil, err
 	}
+	stopProfile := prof.collect(ctx)
+	defer stopProfile()
 	for k, n := range counts {
 		lat, tput, handler, err := b.loadAt(ctx, h, principals, n)
 		if err != nil {

@@ -39,8 +39,8 @@ type stdioServer struct {
 	log *logRecorder
 }
 
-func startStdio(ctx context.Context, bin string, env []string) (*stdioServer, error) {
-	cmd := exec.Command(bin, "--log-format", "json")
+func startStdio(ctx context.Context, bin string, env []string, args ...string) (*stdioServer, error) {
+	cmd := exec.Command(bin, append([]string{"--log-format", "json"}, args...)...)
 	cmd.Env = env
 	rec := &logRecorder{}
 	cmd.Stderr = rec

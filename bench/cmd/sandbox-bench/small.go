@@ -259,11 +259,14 @@ func (b *bench) smallSeries(ctx context.Context, rt *runtimeUnderTest, base func
 	if err != nil {
 		return err
 	}
+	stopProfile := rt.prof.collect(ctx)
 	bs, ss, err := interleave(ctx, b.cfg.warm, b.cfg.smallRuns, base, subj)
 	if err != nil {
+		stopProfile()
 		return err
 	}
 	cpu1, err := procCPU(rt.srv.pid())
+	stopProfile()
 	if err != nil {
 		return err
 	}
