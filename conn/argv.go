@@ -41,6 +41,21 @@ func withSavedOutput(req ExecRequest, argv []string) []string {
 	return append([]string{"/bin/sh", "-c", teeScript, "sh", req.SaveOutput}, argv...)
 }
 
+// stdinClosedByShell makes the outermost shell of argv, when this package wrote it (a shell
+// command, or a cwd, env or saved-output wrapper), close its own stdin: a command that reads
+// input then ends at once instead of waiting for its timeout, without a separate request to
+// the runtime. On the script's first line, so the shell's error messages keep their line
+// numbers. False for a program run as argv alone, which the caller must give an EOF itself.
+func stdinClosedByShell(req ExecRequest, argv []string) ([]string, bool) {
+	ours := req.Command != "" || req.Cwd != "" || len(req.Env) > 0 || req.SaveOutput != ""
+	if !ours || len(argv) < 3 || argv[0] != "/bin/sh" || argv[1] != "-c" {
+		return argv, false
+	}
+	out := slices.Clone(argv)
+	out[2] = "exec </dev/null; " + out[2]
+	return out, true
+}
+
 // plainArgv is the argv of a request without its Cwd and Env.
 func plainArgv(req ExecRequest) ([]string, error) {
 	switch {

@@ -26,6 +26,10 @@ func (s *sandboxdConn) Exec(ctx context.Context, t Target, req ExecRequest) (Exe
 	if err != nil {
 		return ExecResult{}, err
 	}
+	// The daemon gives every process a stdin pipe. A shell closes it itself; a program run as
+	// argv gets an EOF by WriteStdin as soon as it runs (an RPC more per call, about 8% of the
+	// server's CPU for a small command, hence not for shells).
+	argv, shellClosesStdin := stdinClosedByShell(req, argv)
 	if err := ctx.Err(); err != nil {
 		return ExecResult{}, fmt.Errorf("exec: %w", err)
 	}
@@ -60,9 +64,7 @@ func (s *sandboxdConn) Exec(ctx context.Context, t Target, req ExecRequest) (Exe
 	}()
 	defer func() { close(done); <-watched }()
 
-	// The daemon gives every process a stdin pipe; it is closed as soon as the process runs,
-	// so a command that reads input ends at once instead of waiting for its timeout. The
-	// close goes alongside the stream, not before the output.
+	// The EOF goes alongside the stream, not before the output.
 	var closing sync.WaitGroup
 	defer closing.Wait()
 	closeStdin := func(pid int32) {
@@ -101,7 +103,9 @@ func (s *sandboxdConn) Exec(ctx context.Context, t Target, req ExecRequest) (Exe
 		switch ev := msg.GetEvent().(type) {
 		case *processv1.StartResponse_Init:
 			k.setPID(ev.Init.GetProcessId())
-			closeStdin(ev.Init.GetProcessId())
+			if !shellClosesStdin {
+				closeStdin(ev.Init.GetProcessId())
+			}
 		case *processv1.StartResponse_Stdout:
 			if _, err := req.Stdout.Write(ev.Stdout); err != nil {
 				k.abort()

@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestAuditRecordsOnlyTheOwnersClaims(t *testing.T) {
@@ -41,5 +44,40 @@ func TestAuditRecordsOnlyTheOwnersClaims(t *testing.T) {
 	case extra := <-rec.Events:
 		t.Errorf("unexpected event %q", extra)
 	default:
+	}
+}
+
+// The recorder's correlator computes a patch for every Event before its spam filter drops it;
+// the same bucket in front of it keeps the dropped ones from reaching it at all.
+func TestAuditDropsWhatTheSpamFilterWouldBeforeTheRecorder(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1e9, 0))
+	rec := record.NewFakeRecorder(1000)
+	f := newSpamFiltered(rec, clk)
+	ref := func(name string) *corev1.ObjectReference {
+		return &corev1.ObjectReference{Kind: "SandboxClaim", Namespace: testNS, Name: name, UID: types.UID("uid-" + name)}
+	}
+	send := func(name, kind string, n int) int {
+		before := len(rec.Events)
+		for range n {
+			f.Event(ref(name), kind, AuditReason, "m")
+		}
+		return len(rec.Events) - before
+	}
+	for _, step := range []struct {
+		what        string
+		name, kind  string
+		n, want     int
+		advanceSecs int
+	}{
+		{"the burst passes", "a", corev1.EventTypeNormal, auditBurst, auditBurst, 0},
+		{"then nothing", "a", corev1.EventTypeNormal, 10, 0, 0},
+		{"another claim has its own bucket", "b", corev1.EventTypeNormal, 3, 3, 0},
+		{"warnings have their own bucket", "a", corev1.EventTypeWarning, 3, 3, 0},
+		{"one more per refill period", "a", corev1.EventTypeNormal, 5, 1, int(1 / auditQPS)},
+	} {
+		clk.SetTime(clk.Now().Add(time.Duration(step.advanceSecs) * time.Second))
+		if got := send(step.name, step.kind, step.n); got != step.want {
+			t.Errorf("%s: %d of %d reached the recorder, want %d", step.what, got, step.n, step.want)
+		}
 	}
 }

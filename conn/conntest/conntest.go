@@ -294,6 +294,18 @@ func testCwdEnvStdin(t *testing.T, newConn NewConn) {
 	if d := time.Since(start); d > 15*time.Second {
 		t.Fatalf("a command reading stdin took %s: stdin must be closed", d)
 	}
+	// Without a wrapper too: a plain shell command, and a program run as argv.
+	for _, req := range []conn.ExecRequest{{Command: "cat; echo done"}, {Argv: []string{"cat"}}} {
+		req.Timeout = 30 * time.Second
+		start := time.Now()
+		out, errOut, res, err := e.exec(e.ctx(), req)
+		if err != nil || res.ExitCode != 0 || (req.Command != "" && out != "done\n") {
+			t.Fatalf("%+v: %q %q %+v %v", req, out, errOut, res, err)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Fatalf("%+v reading stdin took %s: stdin must be closed", req, d)
+		}
+	}
 	out, _, res, err = e.exec(e.ctx(), conn.ExecRequest{Argv: []string{"sh", "-c", `echo "$FOO" "$(basename "$PWD")"`}, Cwd: "sub", Env: env})
 	if err != nil || out != "a b sub\n" {
 		t.Fatalf("argv with cwd and env: %q %+v %v", out, res, err)
