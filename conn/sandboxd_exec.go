@@ -53,16 +53,15 @@ func (s *sandboxdConn) Exec(ctx context.Context, t Target, req ExecRequest) (Exe
 	defer cancelStream()
 	k := &aborter{ctx: ctx, client: client, cancelStream: cancelStream, started: make(chan struct{})}
 
-	done, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case <-runCtx.Done():
-			k.abort()
-		case <-done:
+	// A callback rather than a watching goroutine: nothing runs per call unless the command
+	// times out or the caller gives up. Exec returns only after an abort that began has ended.
+	aborted := make(chan struct{})
+	stopAbort := context.AfterFunc(runCtx, func() { defer close(aborted); k.abort() })
+	defer func() {
+		if !stopAbort() {
+			<-aborted
 		}
 	}()
-	defer func() { close(done); <-watched }()
 
 	// The EOF goes alongside the stream, not before the output.
 	var closing sync.WaitGroup
