@@ -44,7 +44,7 @@ func uploadArchiveTool(d Deps) server.ServerTool {
 			"content": {"type": "string", "minLength": 1, "description": "The archive, base64-encoded (e.g. tar czf - dir | base64)."},
 			"timeout": timeoutProp("the upload"),
 		})),
-		mcp.WithOutputSchema[UploadArchiveResult](),
+		outputSchema[UploadArchiveResult](),
 		hints(false, true, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -90,7 +90,7 @@ func downloadArchiveTool(d Deps) server.ServerTool {
 			"path":    pathProp("Directory to pack, relative to the sandbox's working directory (\".\" for it)."),
 			"timeout": timeoutProp("the download"),
 		})),
-		mcp.WithOutputSchema[DownloadArchiveResult](),
+		outputSchema[DownloadArchiveResult](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

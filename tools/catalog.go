@@ -57,7 +57,7 @@ func catalogTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema(nil, map[string]prop{
 			"namespace": namespaceOrAllProp(),
 		})),
-		mcp.WithOutputSchema[CatalogResult](),
+		outputSchema[CatalogResult](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

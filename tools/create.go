@@ -67,7 +67,7 @@ func createTool(d Deps) server.ServerTool {
 					"with the sandbox; the answer's volume_path says where it is mounted. Like env, only where the template allows "+
 					"it (list_sandbox_templates: volumes Allowed or Overrides), and the sandbox starts fresh.", d.maxVolumeSizeText(), kube.WorkspaceVolume)},
 		})),
-		mcp.WithOutputSchema[CreateResult](),
+		outputSchema[CreateResult](),
 		hints(false, false, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

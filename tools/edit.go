@@ -66,7 +66,7 @@ func readFileTool(d Deps) server.ServerTool {
 			"limit":   intProp("Most lines to return", 1, maxReadLines, defaultReadLines),
 			"timeout": timeoutProp("the read"),
 		})),
-		mcp.WithOutputSchema[ReadFileResult](),
+		outputSchema[ReadFileResult](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -140,7 +140,7 @@ func editFileTool(d Deps) server.ServerTool {
 			"replace_all": boolProp("Replace every occurrence instead of requiring exactly one."),
 			"timeout":     timeoutProp("the edit"),
 		})),
-		mcp.WithOutputSchema[EditFileResult](),
+		outputSchema[EditFileResult](),
 		hints(false, true, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

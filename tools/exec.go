@@ -87,7 +87,7 @@ func execTool(d Deps) server.ServerTool {
 			"timeout":          runTimeoutProp("the command"),
 			"max_output_chars": budgetProp(),
 		})),
-		mcp.WithOutputSchema[ExecResult](),
+		outputSchema[ExecResult](),
 		hints(false, true, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -71,7 +71,7 @@ func uploadTool(d Deps) server.ServerTool {
 			"content": {"type": "string", "description": "File content: text, or base64 when binary is true."},
 			"binary":  boolProp("content is base64-encoded bytes (standard alphabet, padded)."),
 		}))),
-		mcp.WithOutputSchema[UploadResult](),
+		outputSchema[UploadResult](),
 		hints(false, true, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -105,7 +105,7 @@ func downloadTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
 			"binary": boolProp("return the content base64-encoded (needed for files that are not UTF-8 text)."),
 		}))),
-		mcp.WithOutputSchema[DownloadResult](),
+		outputSchema[DownloadResult](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json")
+var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json and outputschemas.json")
 
 // TestToolsGolden pins the whole tool surface (names, schemas, annotations) and the resource
 // templates as a client sees them over the wire. Rewrite with: go test ./tools -run Golden -update

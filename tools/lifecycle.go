@@ -21,7 +21,7 @@ func deleteTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
-		mcp.WithOutputSchema[DeleteResult](),
+		outputSchema[DeleteResult](),
 		hints(false, true, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -58,7 +58,7 @@ func statusTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
-		mcp.WithOutputSchema[StatusResult](),
+		outputSchema[StatusResult](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -36,7 +36,7 @@ func listTool(d Deps) server.ServerTool {
 			"path":        pathProp("Directory path inside the sandbox (\".\" or \"/\" for its working directory)."),
 			"max_entries": intProp("Most entries to return", 1, maxMaxEntries, defaultMaxEntries),
 		}))),
-		mcp.WithOutputSchema[ListResult](),
+		outputSchema[ListResult](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -65,7 +65,7 @@ func existsTool(d Deps) server.ServerTool {
 		mcp.WithToolTitle("Check a path in a sandbox"),
 		mcp.WithDescription("Checks whether a file or directory exists inside a sandbox. A missing path is exists=false, not an error."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(nil))),
-		mcp.WithOutputSchema[ExistsResult](),
+		outputSchema[ExistsResult](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

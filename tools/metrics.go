@@ -73,7 +73,7 @@ func metricsTool(d Deps) server.ServerTool {
 			"sandbox_claim_name": optionalClaimProp(),
 			"namespace":          namespaceOrAllProp(),
 		})),
-		mcp.WithOutputSchema[MetricsResult](),
+		outputSchema[MetricsResult](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

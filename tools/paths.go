@@ -51,7 +51,7 @@ func searchFilesTool(d Deps) server.ServerTool {
 			"max_results": intProp("Most results to return", 1, maxMaxResults, defaultMaxResults),
 			"timeout":     timeoutProp("the search"),
 		})),
-		mcp.WithOutputSchema[SearchResult](),
+		outputSchema[SearchResult](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -106,7 +106,7 @@ func pathTool(d Deps, name, title, desc, op string, extra map[string]prop, requi
 	}
 	tool := mcp.NewTool(name, mcp.WithToolTitle(title), mcp.WithDescription(desc),
 		inputSchema(objectSchema(append([]string{"sandbox_claim_name"}, required...), props)),
-		mcp.WithOutputSchema[PathResult](),
+		outputSchema[PathResult](),
 		hints(readOnly, destructive, idempotent),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

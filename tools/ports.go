@@ -43,7 +43,7 @@ func exposeTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "port"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port the program listens on in the sandbox"),
 		})),
-		mcp.WithOutputSchema[ExposeResult](),
+		outputSchema[ExposeResult](),
 		hints(false, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -67,7 +67,7 @@ func unexposeTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port to stop exposing; all when left out"),
 		})),
-		mcp.WithOutputSchema[UnexposeResult](),
+		outputSchema[UnexposeResult](),
 		hints(false, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -72,7 +72,7 @@ func startProcessTool(d Deps) server.ServerTool {
 			"env":  envProp(),
 			"name": {"type": "string", "maxLength": 100, "pattern": noControl, "description": "Optional label shown by list_processes."},
 		})),
-		mcp.WithOutputSchema[ProcessInfo](),
+		outputSchema[ProcessInfo](),
 		hints(false, true, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -122,7 +122,7 @@ func listProcessesTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
-		mcp.WithOutputSchema[ProcessList](),
+		outputSchema[ProcessList](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -170,7 +170,7 @@ func signalProcessTool(d Deps) server.ServerTool {
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "process_id": processIDProp(),
 			"signal": {"type": "string", "enum": proc.Signals, "default": "TERM", "description": "Signal to send."},
 		})),
-		mcp.WithOutputSchema[SignalResult](),
+		outputSchema[SignalResult](),
 		hints(false, true, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -70,7 +70,7 @@ func readProcessTool(d Deps) server.ServerTool {
 				0, maxWaitSeconds, 0),
 			"page": boolProp("Read forward from since without skipping: next continues where this page stopped."),
 		})),
-		mcp.WithOutputSchema[ProcessOutput](),
+		outputSchema[ProcessOutput](),
 		hints(true, false, true),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -156,7 +156,7 @@ func writeProcessTool(d Deps) server.ServerTool {
 			"base64": {"type": "string", "maxLength": (proc.MaxStdinBytes + 2) / 3 * 4, "description": "Bytes to write, base64-encoded (instead of text)."},
 			"close":  boolProp("Close stdin after writing (the process then reads end of input)."),
 		})),
-		mcp.WithOutputSchema[StdinResult](),
+		outputSchema[StdinResult](),
 		hints(false, false, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -42,7 +42,7 @@ func runCodeTool(d Deps) server.ServerTool {
 			"timeout":          runTimeoutProp("the program"),
 			"max_output_chars": budgetProp(),
 		})),
-		mcp.WithOutputSchema[ExecResult](),
+		outputSchema[ExecResult](),
 		hints(false, true, false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
