@@ -181,10 +181,17 @@ func TestServerAsAPod(t *testing.T) {
 		}
 		// The Deployment replaces it; the same sessionless client, through the Service, then
 		// carries on with the sandbox it created before (ownership is the principal's label).
-		waitFor(t, 120*time.Second, func() bool {
+		// 180 s: under the whole suite the node is busy with other tests' sandboxes; on failure
+		// the pods' states say whether the replacement was unscheduled, starting or unready.
+		replaced := func() bool {
 			now, all := servers()
 			return len(now) == 2 && all == 2 && !slices.Contains(now, ready[0])
-		})
+		}
+		for deadline := time.Now().Add(180 * time.Second); !replaced(); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the killed replica %s was not replaced by a ready one within 180 s: %s", ready[0], podStates(ctx, t, serverNS))
+			}
+		}
 		if _, err := echo("carried-on"); err != nil {
 			t.Errorf("after a replica was killed: %v", err)
 		}
@@ -218,4 +225,31 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// podStates is one line per server pod: phase, deleting or not, and the reasons its
+// conditions and containers give.
+func podStates(ctx context.Context, t *testing.T, namespace string) string {
+	t.Helper()
+	pods, err := stack.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
+	if err != nil {
+		return "listing pods: " + err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "\n  %s %s deleting=%v", p.Name, p.Status.Phase, p.DeletionTimestamp != nil)
+		for _, c := range p.Status.Conditions {
+			fmt.Fprintf(&b, " %s=%s", c.Type, c.Status)
+			if c.Reason != "" {
+				fmt.Fprintf(&b, "(%s: %s)", c.Reason, c.Message)
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if w := c.State.Waiting; w != nil {
+				fmt.Fprintf(&b, " %s waiting (%s: %s)", c.Name, w.Reason, w.Message)
+			}
+			fmt.Fprintf(&b, " %s restarts=%d", c.Name, c.RestartCount)
+		}
+	}
+	return b.String()
 }

@@ -294,3 +294,22 @@ func TestExposeOverLoopback(t *testing.T) {
 		t.Error("the listener still answers after unexpose_port")
 	}
 }
+
+// A cache that has not caught up with an exposure yet ends nothing: check confirms with the API.
+func TestCheckDoesNotEndWhatALaggingCacheMisses(t *testing.T) {
+	r, _, store := setup(t)
+	u, err := r.Expose(context.Background(), "alice", "ns", "c5", 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.mu.Lock()
+	store.lagging = true
+	store.mu.Unlock()
+	r.check(context.Background())
+	if code, body := get(t, u+"x"); code != 200 || !strings.HasPrefix(body, "path=/x ") {
+		t.Errorf("after a check against a lagging cache: %d %q", code, body)
+	}
+	if found, err := r.Unexpose(context.Background(), "alice", "ns", "c5", 0); !found || err != nil {
+		t.Fatalf("unexpose: %v %v", found, err)
+	}
+}
