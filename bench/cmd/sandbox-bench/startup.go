@@ -35,7 +35,7 @@ func (b *bench) startup(ctx context.Context) (*section, error) {
 	s := &section{title: "5. Start-up: process start to the first tools/list answer over stdio",
 		what: fmt.Sprintf("%d starts per server after %d warm-up starts, interleaved. The clock starts just before "+
 			"fork/exec and stops when the `tools/list` answer has been read: the client sends `initialize`, waits for "+
-			"its answer, then sends `notifications/initialized` and `tools/list` (protocol %s). Baseline: `bench/cmd/minimal-mcp`, "+
+			"its answer, then sends `notifications/initialized` and `tools/list` (protocol %s); then it closes stdin and times the exit apart. Baseline: `bench/cmd/minimal-mcp`, "+
 			"an mcp-go stdio server with one tool, built the same way as the server (%s). The server runs with the "+
 			"sandboxd-in-cluster settings and the stack's kubeconfig; it checks the Kubernetes API once at start (one "+
 			"SandboxClaim list, so that a broken setup is reported on stderr) in the background: serving does not wait for it.",
@@ -44,23 +44,27 @@ func (b *bench) startup(ctx context.Context) (*section, error) {
 	if err != nil {
 		return nil, err
 	}
-	var toInit [2]series
-	starter := func(bin string, out *series) func(context.Context) error {
+	// The interleaving's own durations include the exit; the milestones come from the starts.
+	var toInit, toList, exit [2]series
+	starter := func(bin string, i int) func(context.Context) error {
 		return func(ctx context.Context) error {
-			d, err := firstToolsList(ctx, bin, env)
-			out.addDuration(d)
+			t, err := firstToolsList(ctx, bin, env)
+			toInit[i].addDuration(t.toInit)
+			toList[i].addDuration(t.toList)
+			exit[i].addDuration(t.exit)
 			return err
 		}
 	}
-	bs, ss, err := interleave(ctx, b.cfg.warm, b.cfg.startupRuns, starter(b.cfg.minimal, &toInit[0]), starter(b.cfg.server, &toInit[1]))
-	if err != nil {
+	if _, _, err := interleave(ctx, b.cfg.warm, b.cfg.startupRuns, starter(b.cfg.minimal, 0), starter(b.cfg.server, 1)); err != nil {
 		return nil, err
 	}
-	for i := range toInit {
-		toInit[i] = toInit[i][b.cfg.warm:]
+	for i := range 2 {
+		toInit[i], toList[i], exit[i] = toInit[i][b.cfg.warm:], toList[i][b.cfg.warm:], exit[i][b.cfg.warm:]
 	}
+	bs, ss := toList[0], toList[1]
 	c := comparison{name: "start → first tools/list answer", unit: "ms", base: bs, subj: ss}
-	s.comparisons("", c, comparison{name: "of which start → initialize answer", unit: "ms", base: toInit[0], subj: toInit[1]})
+	s.comparisons("", c, comparison{name: "of which start → initialize answer", unit: "ms", base: toInit[0], subj: toInit[1]},
+		comparison{name: "then: stdin closed → exited (not part of start-up)", unit: "ms", base: exit[0], subj: exit[1]})
 	img := table{caption: "What each binary brings (file size, and the RSS it has once idle: file-backed pages are the " +
 		"mapped binary image, anonymous ones heap and stacks):",
 		header: []string{"binary", "size", "packages", "RSS idle", "of which file-backed", "of which anonymous", "init time (GODEBUG=inittrace=1)"}}
@@ -93,7 +97,7 @@ func (b *bench) startup(ctx context.Context) (*section, error) {
 		t.why = fmt.Sprintf("Most of the difference is before the initialize answer (%s against %s). Package "+
 			"initialisation takes %s in the server against %s in the minimal server (%d packages with initialisers "+
 			"against %d; those only the server has cost %s, the slowest %s). The rest is main's own set-up before it "+
-			"serves (flags, settings, kubeconfig, Kubernetes clients, the API check that waits for kube-apiserver, tools) "+
+			"serves (flags, settings, kubeconfig, Kubernetes clients, tools) "+
 			"and paging in a binary %s the size "+
 			"(analysis §3). tools/list itself then takes %s against %s.",
 			fmtNum(toInit[1].median(), "ms"), fmtNum(toInit[0].median(), "ms"), fmtNum(inits[1].total, "ms"), fmtNum(inits[0].total, "ms"),
@@ -118,51 +122,67 @@ func sizeRatio(rows [][]string) string {
 	return fmt.Sprintf("%.0f×", b/a)
 }
 
-// firstToolsList starts bin and returns once its first tools/list answer has been read,
-// with the time from the start to the initialize answer.
-func firstToolsList(ctx context.Context, bin string, env []string) (time.Duration, error) {
+// startTimes are one start's milestones: from fork/exec to the initialize answer and to the
+// tools/list answer, and from closing stdin after it to the process's exit.
+type startTimes struct{ toInit, toList, exit time.Duration }
+
+// firstToolsList starts bin, reads its first tools/list answer, then closes its stdin and
+// waits for it to exit. The start-up figures stop at the tools/list answer: the exit is timed
+// apart (the server's waits for its API check at start to end, so that its warning is logged).
+func firstToolsList(ctx context.Context, bin string, env []string) (startTimes, error) {
+	var t startTimes
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin)
 	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return 0, err
+		return t, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, err
+		return t, err
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return t, err
 	}
+	exited := false
 	defer func() {
-		stdin.Close() // EOF ends a stdio server
-		if cmd.Wait() != nil && ctx.Err() == nil {
+		if !exited {
+			stdin.Close() // EOF ends a stdio server
 			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
 	}()
 	r := bufio.NewReader(stdout)
 	send := func(msg string) error { _, err := io.WriteString(stdin, msg+"\n"); return err }
 	if err := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + protocolVersion +
 		`","capabilities":{},"clientInfo":{"name":"sandbox-bench","version":"0"}}}`); err != nil {
-		return 0, err
+		return t, err
 	}
 	if err := awaitID(r, 1); err != nil {
-		return 0, fmt.Errorf("%s initialize: %w", bin, err)
+		return t, fmt.Errorf("%s initialize: %w", bin, err)
 	}
-	initialized := time.Since(start)
+	t.toInit = time.Since(start)
 	if err := send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
-		return 0, err
+		return t, err
 	}
 	if err := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); err != nil {
-		return 0, err
+		return t, err
 	}
 	if err := awaitID(r, 2); err != nil {
-		return 0, fmt.Errorf("%s tools/list: %w", bin, err)
+		return t, fmt.Errorf("%s tools/list: %w", bin, err)
 	}
-	return initialized, nil
+	t.toList = time.Since(start)
+	closing := time.Now()
+	stdin.Close()
+	exited = true
+	if err := cmd.Wait(); err != nil {
+		return t, fmt.Errorf("%s after stdin closed: %w", bin, err)
+	}
+	t.exit = time.Since(closing)
+	return t, nil
 }
 
 // awaitID reads JSON-RPC lines until the answer to id, which must be a result.
