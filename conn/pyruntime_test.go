@@ -119,7 +119,7 @@ func noRouterHeaders(t *testing.T, next http.Handler) http.Handler {
 	})
 }
 
-func mustNew(t *testing.T, cfg conn.Config, gw conn.GatewayResolver) conn.Conn {
+func mustNew(t testing.TB, cfg conn.Config, gw conn.GatewayResolver) conn.Conn {
 	t.Helper()
 	c, err := conn.New(cfg, gw)
 	if err != nil {

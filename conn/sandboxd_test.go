@@ -19,7 +19,7 @@ import (
 )
 
 // startSandboxd runs the real sandboxd server package in-process on 127.0.0.1.
-func startSandboxd(t *testing.T) (restPort, grpcPort int) {
+func startSandboxd(t testing.TB) (restPort, grpcPort int) {
 	t.Helper()
 	srv, err := server.New(server.Options{RootDir: t.TempDir()})
 	if err != nil {
