@@ -3,40 +3,44 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// derivedOutputSchemas are the result types' schemas as mcp.WithOutputSchema derives them.
+// derivedOutputSchemas are the result types' schemas as mcp.WithOutputSchema derives them, by
+// type name, as outputSchema looks them up.
 func derivedOutputSchemas(t *testing.T) map[string]json.RawMessage {
 	t.Helper()
-	options := map[string]mcp.ToolOption{
-		"CatalogResult": mcp.WithOutputSchema[CatalogResult](), "CreateResult": mcp.WithOutputSchema[CreateResult](),
-		"DeleteResult": mcp.WithOutputSchema[DeleteResult](), "DownloadArchiveResult": mcp.WithOutputSchema[DownloadArchiveResult](),
-		"DownloadResult": mcp.WithOutputSchema[DownloadResult](), "EditFileResult": mcp.WithOutputSchema[EditFileResult](),
-		"ExecResult": mcp.WithOutputSchema[ExecResult](), "ExistsResult": mcp.WithOutputSchema[ExistsResult](),
-		"ExposeResult": mcp.WithOutputSchema[ExposeResult](), "ListResult": mcp.WithOutputSchema[ListResult](),
-		"MetricsResult": mcp.WithOutputSchema[MetricsResult](), "PathResult": mcp.WithOutputSchema[PathResult](),
-		"ProcessInfo": mcp.WithOutputSchema[ProcessInfo](), "ProcessList": mcp.WithOutputSchema[ProcessList](),
-		"ProcessOutput": mcp.WithOutputSchema[ProcessOutput](), "ReadFileResult": mcp.WithOutputSchema[ReadFileResult](),
-		"SearchResult": mcp.WithOutputSchema[SearchResult](), "SignalResult": mcp.WithOutputSchema[SignalResult](),
-		"StatusResult": mcp.WithOutputSchema[StatusResult](), "StdinResult": mcp.WithOutputSchema[StdinResult](),
-		"UnexposeResult": mcp.WithOutputSchema[UnexposeResult](), "UploadArchiveResult": mcp.WithOutputSchema[UploadArchiveResult](),
-		"UploadResult": mcp.WithOutputSchema[UploadResult](),
-	}
 	out := map[string]json.RawMessage{}
-	for name, opt := range options {
-		var tool mcp.Tool
-		opt(&tool)
-		raw, err := json.Marshal(tool.OutputSchema)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+	for _, derive := range []func(map[string]json.RawMessage) error{
+		derived[CatalogResult], derived[CreateResult], derived[DeleteResult], derived[DownloadArchiveResult],
+		derived[DownloadResult], derived[EditFileResult], derived[ExecResult], derived[ExistsResult],
+		derived[ExposeResult], derived[ListResult], derived[MetricsResult], derived[PathResult],
+		derived[ProcessInfo], derived[ProcessList], derived[ProcessOutput], derived[ReadFileResult],
+		derived[SearchResult], derived[SignalResult], derived[StatusResult], derived[StdinResult],
+		derived[UnexposeResult], derived[UploadArchiveResult], derived[UploadResult],
+	} {
+		if err := derive(out); err != nil {
+			t.Fatal(err)
 		}
-		out[name] = raw
 	}
 	return out
+}
+
+// derived adds T's schema to out under T's name.
+func derived[T any](out map[string]json.RawMessage) error {
+	var tool mcp.Tool
+	mcp.WithOutputSchema[T]()(&tool)
+	raw, err := json.Marshal(tool.OutputSchema)
+	if err != nil {
+		return fmt.Errorf("%s: %w", reflect.TypeFor[T]().Name(), err)
+	}
+	out[reflect.TypeFor[T]().Name()] = raw
+	return nil
 }
 
 // TestOutputSchemasAreCurrent: outputschemas.json is what the result types derive, and every

@@ -20,8 +20,9 @@ import (
 )
 
 const (
-	serverNS     = "k8s-sandbox-mcp" // deploy/namespace.yaml
-	serverDeploy = "k8s-sandbox-mcp" // deploy/deployment.yaml
+	serverNS     = "k8s-sandbox-mcp"                        // deploy/namespace.yaml
+	serverDeploy = "k8s-sandbox-mcp"                        // deploy/deployment.yaml
+	serverPods   = "app.kubernetes.io/name=k8s-sandbox-mcp" // its pods' selector
 )
 
 // kubectl runs the stack's kubectl and fails the test with its output on error.
@@ -121,7 +122,7 @@ func TestServerAsAPod(t *testing.T) {
 			return ex.Stdout, nil
 		}
 		servers := func() (ready []string, all int) {
-			pods, err := stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
+			pods, err := stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: serverPods})
 			if err != nil {
 				return nil, 0
 			}
@@ -181,15 +182,17 @@ func TestServerAsAPod(t *testing.T) {
 		}
 		// The Deployment replaces it; the same sessionless client, through the Service, then
 		// carries on with the sandbox it created before (ownership is the principal's label).
-		// 180 s: under the whole suite the node is busy with other tests' sandboxes; on failure
-		// the pods' states say whether the replacement was unscheduled, starting or unready.
+		// Longer than other waits: under the whole suite the node is busy with other tests'
+		// sandboxes; on failure the pods' states say whether the replacement was unscheduled,
+		// starting or unready.
+		const replaceWait = 180 * time.Second
 		replaced := func() bool {
 			now, all := servers()
 			return len(now) == 2 && all == 2 && !slices.Contains(now, ready[0])
 		}
-		for deadline := time.Now().Add(180 * time.Second); !replaced(); time.Sleep(200 * time.Millisecond) {
+		for deadline := time.Now().Add(replaceWait); !replaced(); time.Sleep(200 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("the killed replica %s was not replaced by a ready one within 180 s: %s", ready[0], podStates(ctx, t, serverNS))
+				t.Fatalf("the killed replica %s was not replaced by a ready one within %v: %s", ready[0], replaceWait, podStates(ctx, t, serverNS))
 			}
 		}
 		if _, err := echo("carried-on"); err != nil {
@@ -206,7 +209,7 @@ func rolledOut(t *testing.T) {
 	t.Helper()
 	kubectl(t, "-n", serverNS, "rollout", "status", "deploy/"+serverDeploy, "--timeout=180s")
 	waitFor(t, 120*time.Second, func() bool {
-		pods, err := stack.Kube.CoreV1().Pods(serverNS).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
+		pods, err := stack.Kube.CoreV1().Pods(serverNS).List(t.Context(), metav1.ListOptions{LabelSelector: serverPods})
 		if err != nil {
 			return false
 		}
@@ -231,7 +234,7 @@ func randomHex(t *testing.T) string {
 // conditions and containers give.
 func podStates(ctx context.Context, t *testing.T, namespace string) string {
 	t.Helper()
-	pods, err := stack.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=k8s-sandbox-mcp"})
+	pods, err := stack.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: serverPods})
 	if err != nil {
 		return "listing pods: " + err.Error()
 	}
