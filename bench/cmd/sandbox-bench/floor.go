@@ -3,27 +3,30 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // mcpFloor measures what MCP itself costs per call in this run: the minimal mcp-go server's
 // no-op tool over stdio, with the same client, against the server's cheapest call that does
 // reach its tools layer (get_sandbox_status of a claim the watch cache holds: no API request,
 // no sandbox). The first is the protocol's floor; the gap to the second is the server's own
-// code on the way of every call.
-func (b *bench) mcpFloor(ctx context.Context) (comparison, error) {
+// code on the way of every call. Each process's CPU time over the series is taken too: the
+// round trips include waiting for a CPU, the CPU time per call does not.
+func (b *bench) mcpFloor(ctx context.Context) (floorFigures, error) {
+	var f floorFigures
 	c := comparison{name: "MCP floor: minimal mcp-go no-op `tools/call` vs the server's `get_sandbox_status` (watch cache, " +
 		"no API request), back to back", unit: "ms"}
 	rt, err := b.sandboxd(ctx)
 	if err != nil {
-		return c, err
+		return f, err
 	}
 	env, err := b.serverEnv("SANDBOXD_POD_IP")
 	if err != nil {
-		return c, err
+		return f, err
 	}
 	minimal, err := startStdio(ctx, b.cfg.minimal, env)
 	if err != nil {
-		return c, err
+		return f, err
 	}
 	defer minimal.close()
 	noop := func(ctx context.Context) error {
@@ -46,6 +49,28 @@ func (b *bench) mcpFloor(ctx context.Context) (comparison, error) {
 		}
 		return nil
 	}
+	cpu := func() (m, s time.Duration, err error) {
+		if m, err = procCPU(minimal.pid()); err != nil {
+			return 0, 0, err
+		}
+		s, err = procCPU(rt.srv.pid())
+		return m, s, err
+	}
+	m0, s0, err := cpu()
+	if err != nil {
+		return f, err
+	}
 	c.base, c.subj, err = interleave(ctx, b.cfg.warm, b.cfg.smallRuns, noop, status)
-	return c, err
+	if err != nil {
+		return f, err
+	}
+	m1, s1, err := cpu()
+	calls := float64(b.cfg.warm + b.cfg.smallRuns)
+	return floorFigures{comparison: c, minimalCPU: ms(m1-m0) / calls, serverCPU: ms(s1-s0) / calls}, err
+}
+
+// floorFigures are the MCP floor's round trips and both processes' CPU time per call (ms).
+type floorFigures struct {
+	comparison
+	minimalCPU, serverCPU float64
 }

@@ -87,10 +87,11 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 	stopProfile := prof.collect(ctx)
 	defer stopProfile()
 	for k, n := range counts {
-		lat, tput, handler, err := b.loadAt(ctx, h, principals, n)
+		lr, err := b.loadAt(ctx, h, principals, n)
 		if err != nil {
 			return s, fmt.Errorf("%d clients: %w", n, err)
 		}
+		lat, tput, handler := lr.lat, lr.tput, lr.handler
 		s.comparisons(fmt.Sprintf("%d clients:", n), comparison{name: "latency per call", unit: "ms", base: lat[0], subj: lat[1]},
 			comparison{name: "throughput per round", unit: "calls/s", base: tput[0], subj: tput[1]})
 		rel := tput[1].median() / tput[0].median()
@@ -105,6 +106,7 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 				"requests/s (kube.DefaultQPS), so the handler mostly waits for tokens.", limit, kube.DefaultQPS)
 		}
 		s.notes = append(s.notes, note)
+		s.tables = append(s.tables, lr.cpuTable(n))
 		if k == 0 {
 			s.targets = append(s.targets, target{goal: fmt.Sprintf("HTTP throughput with %d clients ≥ %.1f× direct", n, httpGoal),
 				measured: fmt.Sprintf("%.2f× (%s vs %s)", rel, fmtNum(tput[1].median(), "calls/s"), fmtNum(tput[0].median(), "calls/s")),
@@ -122,7 +124,7 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 
 // loadAt runs the rounds with n clients spread over the principals, and returns latency and
 // throughput per side (baseline, server) and the server's handler times.
-func (b *bench) loadAt(ctx context.Context, h *httpServer, principals []principal, n int) (lat, tput [2]series, handler series, err error) {
+func (b *bench) loadAt(ctx context.Context, h *httpServer, principals []principal, n int) (r loadResult, err error) {
 	clients, err := b.loadClients(ctx, h, principals, n)
 	defer func() {
 		for _, c := range clients {
@@ -133,7 +135,7 @@ func (b *bench) loadAt(ctx context.Context, h *httpServer, principals []principa
 		}
 	}()
 	if err != nil {
-		return lat, tput, nil, err
+		return r, err
 	}
 	base := func(ctx context.Context, c *loadClient) error {
 		res, err := c.direct.execute(ctx, smallCommand)
@@ -159,17 +161,52 @@ func (b *bench) loadAt(ctx context.Context, h *httpServer, principals []principa
 			if side == 1 {
 				f = subj
 			}
+			cpu0, err := sampleCPU(h.pid())
+			if err != nil {
+				return r, err
+			}
 			l, wall, err := loadRound(ctx, clients, m, f)
 			if err != nil {
-				return lat, tput, nil, fmt.Errorf("round %d, %s: %w", round, []string{"baseline", "server"}[side], err)
+				return r, fmt.Errorf("round %d, %s: %w", round, []string{"baseline", "server"}[side], err)
+			}
+			cpu1, err := sampleCPU(h.pid())
+			if err != nil {
+				return r, err
 			}
 			if round > 0 {
-				lat[side] = append(lat[side], l...)
-				tput[side] = append(tput[side], float64(n*m)/wall.Seconds())
+				r.lat[side] = append(r.lat[side], l...)
+				r.tput[side] = append(r.tput[side], float64(n*m)/wall.Seconds())
+				r.cpu[side] = r.cpu[side].add(cpu1.sub(cpu0))
+				r.calls[side] += n * m
 			}
 		}
 	}
-	return lat, tput, h.log.takeHandler("execute_command"), nil
+	r.handler = h.log.takeHandler("execute_command")
+	return r, nil
+}
+
+// loadResult is one client count's rounds, per side (baseline, server): every call's latency,
+// each round's throughput, the CPU time spent over the measured rounds and their calls; and
+// the server's handler times.
+type loadResult struct {
+	lat, tput [2]series
+	cpu       [2]cpuUse
+	calls     [2]int
+	handler   series
+}
+
+// cpuTable shows where each side's CPU goes per call: on two shared cores, a side's
+// throughput is bounded by the CPU its calls take, whoever spends it.
+func (r loadResult) cpuTable(n int) table {
+	t := table{caption: fmt.Sprintf("%d clients: CPU time per call over the measured rounds (user + system; the machine's "+
+		"two cores are shared by everything below):", n), header: []string{"side", "whole machine", "this bench (its clients)",
+		"server", "rest (sandboxes, node, control plane)"}}
+	for side, name := range []string{"direct gRPC `Execute` (baseline)", "`execute_command` through the server"} {
+		c, calls := r.cpu[side], float64(max(r.calls[side], 1))
+		per := func(d time.Duration) string { return fmtNum(ms(d)/calls, "ms") }
+		t.rows = append(t.rows, []string{name, per(c.machine), per(c.bench), per(c.server), per(c.machine - c.bench - c.server)})
+	}
+	return t
 }
 
 func connectAs(ctx context.Context, h *httpServer, token string) (*mcp.ClientSession, error) {

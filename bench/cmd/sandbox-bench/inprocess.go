@@ -35,20 +35,25 @@ func (t *timedClaims) Get(ctx context.Context, ns, name, owner string) (kube.Cla
 	return c, err
 }
 
+// timedConn keeps when each Exec began and ended, so that a call's time splits into before
+// the runtime request, the request, and after it, within the same call.
 type timedConn struct {
 	conn.Conn
-	exec series
+	began, ended []time.Time
 }
 
 func (t *timedConn) Exec(ctx context.Context, tg conn.Target, r conn.ExecRequest) (conn.ExecResult, error) {
-	start := time.Now()
+	t.began = append(t.began, time.Now())
 	res, err := t.Conn.Exec(ctx, tg, r)
-	t.exec.addDuration(time.Since(start))
+	t.ended = append(t.ended, time.Now())
 	return res, err
 }
 
-// breakdown is one in-process series: the whole tools/call message, and its two parts.
-type breakdown struct{ total, get, exec series }
+// breakdown is one in-process series: the whole tools/call message, and its parts, each
+// measured within the same calls: before the runtime request (message decoding, input
+// check, argument binding, claim lookup), the request (conn.Exec), after it (output budget,
+// result, its serialisation, logging, the audit Event); get is the lookup alone.
+type breakdown struct{ total, get, exec, before, after series }
 
 func (b *bench) inProcess(ctx context.Context, kind, pool string) (breakdown, error) {
 	env, err := b.serverEnv(kind)
@@ -88,10 +93,15 @@ func (b *bench) inProcess(ctx context.Context, kind, pool string) (breakdown, er
 		return breakdown{}, err
 	}
 	var out breakdown
+	stopProfile, err := b.profileInProcess(kind)
+	if err != nil {
+		return breakdown{}, err
+	}
+	defer stopProfile()
 	for i := range b.cfg.warm + b.pacedRuns() {
 		start := time.Now()
 		res := s.HandleMessage(ctx, msg)
-		d := time.Since(start)
+		end := time.Now()
 		raw, _ := json.Marshal(res)
 		var reply struct {
 			Result struct {
@@ -101,12 +111,18 @@ func (b *bench) inProcess(ctx context.Context, kind, pool string) (breakdown, er
 		if err := json.Unmarshal(raw, &reply); err != nil || reply.Result.Structured == nil || reply.Result.Structured.Stdout != "hi\n" {
 			return breakdown{}, fmt.Errorf("in-process execute_command: %w: %.300s", errMismatch, raw)
 		}
+		if len(tn.began) != i+1 || len(tn.ended) != i+1 {
+			return breakdown{}, fmt.Errorf("in-process execute_command %d: %d runtime requests", i, len(tn.began))
+		}
 		if i >= b.cfg.warm {
-			out.total.addDuration(d)
+			out.total.addDuration(end.Sub(start))
+			out.before.addDuration(tn.began[i].Sub(start))
+			out.exec.addDuration(tn.ended[i].Sub(tn.began[i]))
+			out.after.addDuration(end.Sub(tn.ended[i]))
 		}
 		time.Sleep(pacedInterval - time.Since(start))
 	}
-	out.get, out.exec = tc.get[b.cfg.warm:], tn.exec[b.cfg.warm:]
+	out.get = tc.get[b.cfg.warm:]
 	return out, nil
 }
 

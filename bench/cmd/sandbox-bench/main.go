@@ -84,7 +84,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.loadSandboxes, "load-sandboxes", 200, "item 8: sandboxes created and deleted over a run")
 	fs.IntVar(&c.loadChurners, "load-churners", 8, "item 8: workers creating, using and deleting sandboxes until -load-sandboxes are reached (each sandbox takes a pod: the node's CPU requests bound how many run at once)")
 	fs.BoolVar(&c.loadEveryRun, "load-every-run", false, "item 8 in every run of -runs, not only the last (it is a load run with no baseline to compare runs by, and the longest item)")
-	fs.StringVar(&c.profileDir, "profile", "", "write the server's CPU profiles of items 1 and 4 (its MCP side; the server runs with --profiling) into this directory, in "+profileWindow.String()+" windows: go tool pprof -top DIR/item1-sandboxd-*; the figures then include the profiler's own cost")
+	fs.StringVar(&c.profileDir, "profile", "", "write the server's CPU profiles of items 1 and 4 (its MCP side; the server runs with --profiling) into this directory, in "+profileWindow.String()+" windows: go tool pprof -top DIR/item1-sandboxd-*; and a CPU profile and execution trace of item 1's in-process series (inprocess-*.cpu.pb.gz, inprocess-*.trace); the figures then include the profiler's own cost")
 	fs.IntVar(&c.runs, "runs", 1, "run the selected items this many times; the report compares the runs and details the last")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -129,3 +129,35 @@ func TestProcCPUCountsThisProcess(t *testing.T) {
 		}
 	}
 }
+
+// The machine's CPU time includes this process's: a spin shows in both, and the machine's
+// share is never the smaller one (the split in item 4's CPU table relies on it).
+func TestSampleCPUMachineCoversThisProcess(t *testing.T) {
+	pid := os.Getpid()
+	start, err := sampleCPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	x := 0
+	for {
+		for i := range 1_000_000 {
+			x += i
+		}
+		now, err := sampleCPU(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := now.sub(start)
+		if d.bench >= 50*time.Millisecond {
+			// /proc/stat and /proc/<pid>/stat tick separately: allow a tick's skew per core.
+			if d.machine < d.bench-20*time.Millisecond {
+				t.Errorf("machine %v < this process %v", d.machine, d.bench)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CPU time moved by %+v after 10 s of spinning (%d)", d, x)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/procfs"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/bench/load"
 )
@@ -277,4 +278,38 @@ func measurePeak(pid int, f func() error) (memPeak, error) {
 	}
 	total, err := load.ProcStatus(pid, "VmHWM")
 	return memPeak{total: total, anon: anon}, err
+}
+
+// cpuUse is CPU time spent, split by who spent it: the whole machine (every core, every
+// process: user, nice, system, interrupts), this bench process (its MCP and direct clients)
+// and the server process.
+type cpuUse struct{ machine, bench, server time.Duration }
+
+func (a cpuUse) sub(b cpuUse) cpuUse {
+	return cpuUse{machine: a.machine - b.machine, bench: a.bench - b.bench, server: a.server - b.server}
+}
+
+func (a cpuUse) add(b cpuUse) cpuUse {
+	return cpuUse{machine: a.machine + b.machine, bench: a.bench + b.bench, server: a.server + b.server}
+}
+
+// sampleCPU reads the CPU time used so far by the machine, this process and the server.
+func sampleCPU(serverPID int) (cpuUse, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return cpuUse{}, err
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return cpuUse{}, err
+	}
+	t := st.CPUTotal
+	busy := t.User + t.Nice + t.System + t.IRQ + t.SoftIRQ
+	var u cpuUse
+	u.machine = time.Duration(busy * float64(time.Second))
+	if u.bench, err = procCPU(os.Getpid()); err != nil {
+		return cpuUse{}, err
+	}
+	u.server, err = procCPU(serverPID)
+	return u, err
 }

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"runtime/trace"
+	"strings"
 	"time"
 )
 
@@ -87,4 +90,44 @@ func (p *profiling) window(ctx context.Context, file string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// profileInProcess writes a CPU profile and an execution trace of item 1's in-process series,
+// which runs in this process (the tools layer with the real Kubernetes client and runtime
+// connection, no transport): DIR/inprocess-<kind>.cpu.pb.gz and .trace. The trace shows each
+// call's goroutine hand-offs and waits, which a CPU profile cannot. Nothing without -profile.
+func (b *bench) profileInProcess(kind string) (stop func(), err error) {
+	if b.cfg.profileDir == "" {
+		return func() {}, nil
+	}
+	prefix := filepath.Join(b.cfg.profileDir, "inprocess-"+strings.ToLower(kind))
+	cpu, err := os.Create(prefix + ".cpu.pb.gz")
+	if err != nil {
+		return nil, err
+	}
+	tr, err := os.Create(prefix + ".trace")
+	if err != nil {
+		cpu.Close()
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		cpu.Close()
+		tr.Close()
+		return nil, err
+	}
+	if err := trace.Start(tr); err != nil {
+		pprof.StopCPUProfile()
+		cpu.Close()
+		tr.Close()
+		return nil, err
+	}
+	return func() {
+		trace.Stop()
+		pprof.StopCPUProfile()
+		for _, f := range []*os.File{cpu, tr} {
+			if err := f.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "sandbox-bench: profile: %v\n", err)
+			}
+		}
+	}, nil
 }
