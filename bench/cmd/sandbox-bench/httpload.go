@@ -1,11 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -107,6 +111,13 @@ func (b *bench) httpLoad(ctx context.Context) (*section, error) {
 		}
 		s.notes = append(s.notes, note)
 		s.tables = append(s.tables, lr.cpuTable(n))
+		if bound := lr.serverFreeBound(); bound != "" {
+			s.notes = append(s.notes, fmt.Sprintf("With %d clients %s", n, bound))
+		}
+		if grew := lr.busiestOthers(filepath.Base(b.cfg.server), filepath.Base(os.Args[0])); grew != "" {
+			s.notes = append(s.notes, fmt.Sprintf("With %d clients, the other processes whose CPU per call grows most "+
+				"when the calls go through the server (by command name, with the children they wait for): %s.", n, grew))
+		}
 		if k == 0 {
 			s.targets = append(s.targets, target{goal: fmt.Sprintf("HTTP throughput with %d clients ≥ %.1f× direct", n, httpGoal),
 				measured: fmt.Sprintf("%.2f× (%s vs %s)", rel, fmtNum(tput[1].median(), "calls/s"), fmtNum(tput[0].median(), "calls/s")),
@@ -178,6 +189,7 @@ func (b *bench) loadAt(ctx context.Context, h *httpServer, principals []principa
 				r.tput[side] = append(r.tput[side], float64(n*m)/wall.Seconds())
 				r.cpu[side] = r.cpu[side].add(cpu1.sub(cpu0))
 				r.calls[side] += n * m
+				r.wall[side] += wall
 			}
 		}
 	}
@@ -192,6 +204,7 @@ type loadResult struct {
 	lat, tput [2]series
 	cpu       [2]cpuUse
 	calls     [2]int
+	wall      [2]time.Duration
 	handler   series
 }
 
@@ -199,14 +212,68 @@ type loadResult struct {
 // throughput is bounded by the CPU its calls take, whoever spends it.
 func (r loadResult) cpuTable(n int) table {
 	t := table{caption: fmt.Sprintf("%d clients: CPU time per call over the measured rounds (user + system; the machine's "+
-		"two cores are shared by everything below):", n), header: []string{"side", "whole machine", "this bench (its clients)",
-		"server", "rest (sandboxes, node, control plane)"}}
+		"two cores are shared by everything below; cores busy: the machine's CPU time over the rounds' wall time):", n),
+		header: []string{"side", "whole machine", "this bench (its clients)", "server", "rest (sandboxes, node, control plane)", "cores busy"}}
 	for side, name := range []string{"direct gRPC `Execute` (baseline)", "`execute_command` through the server"} {
 		c, calls := r.cpu[side], float64(max(r.calls[side], 1))
 		per := func(d time.Duration) string { return fmtNum(ms(d)/calls, "ms") }
-		t.rows = append(t.rows, []string{name, per(c.machine), per(c.bench), per(c.server), per(c.machine - c.bench - c.server)})
+		t.rows = append(t.rows, []string{name, per(c.machine), per(c.bench), per(c.server), per(c.machine - c.bench - c.server),
+			fmt.Sprintf("%.2f", c.machine.Seconds()/max(r.wall[side].Seconds(), 1e-9))})
 	}
 	return t
+}
+
+// cpuBound is how busy both sides must keep the cores (of 2) for throughput to be read as
+// the inverse of the machine's CPU per call.
+const cpuBound = 1.8
+
+// serverFreeBound, when both sides are CPU-bound, says what the throughput ratio would be if
+// the server process used no CPU at all: what the calls cost elsewhere (the bench's MCP
+// clients, the runtime's streaming RPC, the kernel) is then the whole difference. Empty when
+// a side left the cores idle.
+func (r loadResult) serverFreeBound() string {
+	for side := range 2 {
+		if busy := r.cpu[side].machine.Seconds() / max(r.wall[side].Seconds(), 1e-9); busy < cpuBound {
+			return ""
+		}
+	}
+	perCall := func(side int, d time.Duration) float64 { return ms(d) / float64(max(r.calls[side], 1)) }
+	base, without := perCall(0, r.cpu[0].machine), perCall(1, r.cpu[1].machine-r.cpu[1].server)
+	return fmt.Sprintf("both sides keep the two cores busy, so throughput goes as the inverse of the machine's CPU "+
+		"per call: %s direct against %s through the server. Without the server process's own CPU, a call through it "+
+		"would still cost the machine %s (%s more than direct, in the bench's MCP clients, the runtime and the kernel), "+
+		"so no server code could take the ratio above %.2f here.",
+		fmtNum(base, "ms"), fmtNum(perCall(1, r.cpu[1].machine), "ms"), fmtNum(without, "ms"),
+		fmtNum(without-base, "ms"), base/without)
+}
+
+// busiestOthers names the processes other than the bench and the server whose CPU per call
+// grows most from the baseline's rounds to the server's: what calls through the server
+// cost elsewhere on the machine.
+func (r loadResult) busiestOthers(exclude ...string) string {
+	type grown struct {
+		name string
+		d    float64
+	}
+	var all []grown
+	per := func(side int, name string) float64 {
+		return ms(r.cpu[side].byCommand[name]) / float64(max(r.calls[side], 1))
+	}
+	for name := range r.cpu[1].byCommand {
+		if slices.Contains(exclude, name) {
+			continue
+		}
+		if d := per(1, name) - per(0, name); d >= 0.05 {
+			all = append(all, grown{name, d})
+		}
+	}
+	slices.SortFunc(all, func(a, b grown) int { return cmp.Compare(b.d, a.d) })
+	var parts []string
+	for _, g := range all[:min(len(all), 6)] {
+		parts = append(parts, fmt.Sprintf("`%s` %s (%s against %s)", g.name, fmtNum(g.d, "ms"),
+			fmtNum(per(1, g.name), "ms"), fmtNum(per(0, g.name), "ms")))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func connectAs(ctx context.Context, h *httpServer, token string) (*mcp.ClientSession, error) {

@@ -282,15 +282,32 @@ func measurePeak(pid int, f func() error) (memPeak, error) {
 
 // cpuUse is CPU time spent, split by who spent it: the whole machine (every core, every
 // process: user, nice, system, interrupts), this bench process (its MCP and direct clients)
-// and the server process.
-type cpuUse struct{ machine, bench, server time.Duration }
+// and the server process; byCommand is every process's, summed by command name, with the
+// time of children it has waited for (a sandbox's `sh` shows in its runtime's figure).
+type cpuUse struct {
+	machine, bench, server time.Duration
+	byCommand              map[string]time.Duration
+}
 
 func (a cpuUse) sub(b cpuUse) cpuUse {
-	return cpuUse{machine: a.machine - b.machine, bench: a.bench - b.bench, server: a.server - b.server}
+	return cpuUse{machine: a.machine - b.machine, bench: a.bench - b.bench, server: a.server - b.server,
+		byCommand: mergeCommands(a.byCommand, b.byCommand, -1)}
 }
 
 func (a cpuUse) add(b cpuUse) cpuUse {
-	return cpuUse{machine: a.machine + b.machine, bench: a.bench + b.bench, server: a.server + b.server}
+	return cpuUse{machine: a.machine + b.machine, bench: a.bench + b.bench, server: a.server + b.server,
+		byCommand: mergeCommands(a.byCommand, b.byCommand, 1)}
+}
+
+func mergeCommands(a, b map[string]time.Duration, sign time.Duration) map[string]time.Duration {
+	out := make(map[string]time.Duration, len(a))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] += sign * v
+	}
+	return out
 }
 
 // sampleCPU reads the CPU time used so far by the machine, this process and the server.
@@ -305,11 +322,30 @@ func sampleCPU(serverPID int) (cpuUse, error) {
 	}
 	t := st.CPUTotal
 	busy := t.User + t.Nice + t.System + t.IRQ + t.SoftIRQ
-	var u cpuUse
-	u.machine = time.Duration(busy * float64(time.Second))
+	u := cpuUse{machine: time.Duration(busy * float64(time.Second)), byCommand: map[string]time.Duration{}}
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return cpuUse{}, err
+	}
+	for _, p := range procs {
+		ps, err := p.Stat()
+		if err != nil {
+			continue // it exited meanwhile: its parent counts it once it is waited for
+		}
+		u.byCommand[commandName(ps.Comm)] += (time.Duration(ps.UTime+ps.STime) + time.Duration(ps.CUTime+ps.CSTime)) * time.Second / clockTicks
+	}
 	if u.bench, err = procCPU(os.Getpid()); err != nil {
 		return cpuUse{}, err
 	}
 	u.server, err = procCPU(serverPID)
 	return u, err
+}
+
+// commandName groups kernel threads by kind: a kworker's name carries its CPU and the work
+// it last ran ("kworker/u8:1-kvfree_rcu_reclaim"), which changes between two readings.
+func commandName(comm string) string {
+	if kind, _, ok := strings.Cut(comm, "/"); ok {
+		return kind
+	}
+	return comm
 }

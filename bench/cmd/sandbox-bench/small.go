@@ -186,6 +186,7 @@ func smallTarget(r smallRuntime, lookups series, floor floorFigures) target {
 		why = append(why, fmt.Sprintf("The runtime request as the server makes it costs %s more than the plain one when "+
 			"both are sent directly (second table): %s.", fmtNum(d, "ms"), r.extra))
 	}
+	why = append(why, smallBound(r, floor))
 	if fromAPI && r.backHandler.p99() > 1.5*r.pacedHandler.p99() {
 		why = append(why, fmt.Sprintf("Back to back, the handler's p99 rises to %s (%s paced): the Kubernetes client's "+
 			"rate limiter, one bucket of %d requests/s with a burst of %d (kube.DefaultQPS, kube.DefaultBurst); every "+
@@ -329,4 +330,19 @@ func (b *bench) handlerTimes(rt *runtimeUnderTest) series {
 		h = h[b.cfg.warm:]
 	}
 	return h
+}
+
+// smallBound says what the back-to-back ratio would be if execute_command cost the server
+// nothing beyond MCP itself, and nothing beyond its cheapest call: the runtime's own time, the
+// request as the server sends it, and the protocol's round trip are not the server's code to
+// cut, so a goal below the first bound cannot be met by it.
+func smallBound(r smallRuntime, floor floorFigures) string {
+	base := r.back.base.median()
+	request := max(0, r.transport.subj.median()-r.transport.base.median())
+	bound := func(mcp float64) string { return fmtRatio((base + request + mcp) / base) }
+	return fmt.Sprintf("Bounds, back to back: the runtime (%s) plus the request as the server sends it (%s more) plus "+
+		"the MCP floor (%s) is %s of the runtime alone; with the server's cheapest call (%s) in place of the floor, %s. "+
+		"Against the goal of %.1f, the first is what no server code can go below and the gap between the second and the "+
+		"measured %s is execute_command's own part.", fmtNum(base, "ms"), fmtNum(request, "ms"), fmtNum(floor.base.median(), "ms"),
+		bound(floor.base.median()), fmtNum(floor.subj.median(), "ms"), bound(floor.subj.median()), r.goal, fmtRatio(r.back.ratio(0.5)))
 }

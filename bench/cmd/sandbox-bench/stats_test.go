@@ -2,7 +2,9 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestQuantile(t *testing.T) {
@@ -43,5 +45,48 @@ func TestComparisonRatio(t *testing.T) {
 	}
 	if got := fmtRatio(c.ratio(0.99)); got != "3.00" {
 		t.Errorf("p99 ratio = %q, want 3.00", got)
+	}
+}
+
+func TestServerFreeBound(t *testing.T) {
+	load := func(busy float64, direct, through, server time.Duration) loadResult {
+		var r loadResult
+		r.calls = [2]int{1000, 1000}
+		r.cpu[0].machine, r.cpu[1].machine, r.cpu[1].server = direct*1000, through*1000, server*1000
+		for side, m := range []time.Duration{direct, through} {
+			r.wall[side] = time.Duration(float64(m*1000) / busy)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		r    loadResult
+		want string // in the note; "" for no note
+	}{
+		// 5 ms direct; 8 ms through the server, 1 ms of it the server's: 5/7.
+		{"cpu-bound", load(1.95, 5*time.Millisecond, 8*time.Millisecond, time.Millisecond), "above 0.71 here"},
+		{"idle cores", load(1.2, 5*time.Millisecond, 8*time.Millisecond, time.Millisecond), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.r.serverFreeBound()
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("serverFreeBound() = %q, want it to contain %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSmallBound(t *testing.T) {
+	ms := func(v ...float64) series { return series(v) }
+	r := smallRuntime{goal: 1.2,
+		back:      comparison{base: ms(4, 4, 4), subj: ms(6, 6, 6)},
+		transport: comparison{base: ms(4, 4, 4), subj: ms(4.4, 4.4, 4.4)}}
+	f := floorFigures{comparison: comparison{base: ms(0.4, 0.4, 0.4), subj: ms(0.6, 0.6, 0.6)}}
+	got := smallBound(r, f)
+	// (4 + 0.4 + 0.4) / 4 = 1.20; with the cheapest call (4 + 0.4 + 0.6) / 4 = 1.25.
+	for _, want := range []string{"is 1.20 of the runtime alone", "in place of the floor, 1.25", "measured 1.50"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("smallBound() = %q, want it to contain %q", got, want)
+		}
 	}
 }
