@@ -78,15 +78,27 @@ func TestServerFreeBound(t *testing.T) {
 
 func TestSmallBound(t *testing.T) {
 	ms := func(v ...float64) series { return series(v) }
-	r := smallRuntime{goal: 1.2,
-		back:      comparison{base: ms(4, 4, 4), subj: ms(6, 6, 6)},
-		transport: comparison{base: ms(4, 4, 4), subj: ms(4.4, 4.4, 4.4)}}
 	f := floorFigures{comparison: comparison{base: ms(0.4, 0.4, 0.4), subj: ms(0.6, 0.6, 0.6)}}
-	got := smallBound(r, f)
-	// (4 + 0.4 + 0.4) / 4 = 1.20; with the cheapest call (4 + 0.4 + 0.6) / 4 = 1.25.
-	for _, want := range []string{"is 1.20 of the runtime alone", "in place of the floor, 1.25", "measured 1.50"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("smallBound() = %q, want it to contain %q", got, want)
-		}
+	// The directly sent request is 1.1x the plain one: 0.4 ms more on a 4 ms runtime.
+	transport := comparison{base: ms(5, 5, 5), subj: ms(5.5, 5.5, 5.5)}
+	for _, tc := range []struct {
+		name     string
+		measured float64
+		want     []string
+	}{
+		// (4 + 0.4 + 0.4) / 4 = 1.20; with the cheapest call (4 + 0.4 + 0.6) / 4 = 1.25.
+		{"bounds", 6, []string{"is 1.20 of the runtime alone", "in place of the floor, 1.25", "measured 1.50"}},
+		{"parts exceed the measurement", 4.8, []string{"No bound is drawn", "add up to 1.25", "than the 1.20 measured"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := smallRuntime{goal: 1.2, transport: transport,
+				back: comparison{base: ms(4, 4, 4), subj: ms(tc.measured, tc.measured, tc.measured)}}
+			got := smallBound(r, f)
+			for _, want := range tc.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("smallBound() = %q, want it to contain %q", got, want)
+				}
+			}
+		})
 	}
 }
