@@ -105,29 +105,34 @@ func TestParseFlagsLists(t *testing.T) {
 	}
 }
 
+// spinUntil burns this process's CPU until done says so, for at most 10 s.
+func spinUntil(t *testing.T, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	x := 0
+	for !done() {
+		for i := range 1_000_000 {
+			x += i
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CPU time did not move as expected after 10 s of spinning (%d)", x)
+		}
+	}
+}
+
 func TestProcCPUCountsThisProcess(t *testing.T) {
 	pid := os.Getpid()
 	start, err := procCPU(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	x := 0
-	for {
-		for i := range 1_000_000 {
-			x += i
-		}
+	spinUntil(t, func() bool {
 		now, err := procCPU(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if now-start >= 30*time.Millisecond {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CPU time moved from %v to %v after 10 s of spinning (%d)", start, now, x)
-		}
-	}
+		return now-start >= 30*time.Millisecond
+	})
 }
 
 // The machine's CPU time includes this process's: a spin shows in both, and the machine's
@@ -138,26 +143,17 @@ func TestSampleCPUMachineCoversThisProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	x := 0
-	for {
-		for i := range 1_000_000 {
-			x += i
-		}
+	var d cpuUse
+	spinUntil(t, func() bool {
 		now, err := sampleCPU(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := now.sub(start)
-		if d.bench >= 50*time.Millisecond {
-			// /proc/stat and /proc/<pid>/stat tick separately: allow a tick's skew per core.
-			if d.machine < d.bench-20*time.Millisecond {
-				t.Errorf("machine %v < this process %v", d.machine, d.bench)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CPU time moved by %+v after 10 s of spinning (%d)", d, x)
-		}
+		d = now.sub(start)
+		return d.bench >= 50*time.Millisecond
+	})
+	// /proc/stat and /proc/<pid>/stat tick separately: allow a tick's skew per core.
+	if d.machine < d.bench-20*time.Millisecond {
+		t.Errorf("machine %v < this process %v", d.machine, d.bench)
 	}
 }
