@@ -215,12 +215,22 @@ func (r loadResult) cpuTable(n int) table {
 		"two cores are shared by everything below; cores busy: the machine's CPU time over the rounds' wall time):", n),
 		header: []string{"side", "whole machine", "this bench (its clients)", "server", "rest (sandboxes, node, control plane)", "cores busy"}}
 	for side, name := range []string{"direct gRPC `Execute` (baseline)", "`execute_command` through the server"} {
-		c, calls := r.cpu[side], float64(max(r.calls[side], 1))
-		per := func(d time.Duration) string { return fmtNum(ms(d)/calls, "ms") }
+		c := r.cpu[side]
+		per := func(d time.Duration) string { return fmtNum(r.perCall(side, d), "ms") }
 		t.rows = append(t.rows, []string{name, per(c.machine), per(c.bench), per(c.server), per(c.machine - c.bench - c.server),
-			fmt.Sprintf("%.2f", c.machine.Seconds()/max(r.wall[side].Seconds(), 1e-9))})
+			fmt.Sprintf("%.2f", r.busy(side))})
 	}
 	return t
+}
+
+// perCall is d in ms per measured call of side.
+func (r loadResult) perCall(side int, d time.Duration) float64 {
+	return ms(d) / float64(max(r.calls[side], 1))
+}
+
+// busy is how many cores side kept busy: the machine's CPU time over the rounds' wall time.
+func (r loadResult) busy(side int) float64 {
+	return r.cpu[side].machine.Seconds() / max(r.wall[side].Seconds(), 1e-9)
 }
 
 // cpuBound is how busy both sides must keep the cores (of 2) for throughput to be read as
@@ -232,18 +242,15 @@ const cpuBound = 1.8
 // clients, the runtime's streaming RPC, the kernel) is then the whole difference. Empty when
 // a side left the cores idle.
 func (r loadResult) serverFreeBound() string {
-	for side := range 2 {
-		if busy := r.cpu[side].machine.Seconds() / max(r.wall[side].Seconds(), 1e-9); busy < cpuBound {
-			return ""
-		}
+	if r.busy(0) < cpuBound || r.busy(1) < cpuBound {
+		return ""
 	}
-	perCall := func(side int, d time.Duration) float64 { return ms(d) / float64(max(r.calls[side], 1)) }
-	base, without := perCall(0, r.cpu[0].machine), perCall(1, r.cpu[1].machine-r.cpu[1].server)
+	base, without := r.perCall(0, r.cpu[0].machine), r.perCall(1, r.cpu[1].machine-r.cpu[1].server)
 	return fmt.Sprintf("both sides keep the two cores busy, so throughput goes as the inverse of the machine's CPU "+
 		"per call: %s direct against %s through the server. Without the server process's own CPU, a call through it "+
 		"would still cost the machine %s (%s more than direct, in the bench's MCP clients, the runtime and the kernel), "+
 		"so no server code could take the ratio above %.2f here.",
-		fmtNum(base, "ms"), fmtNum(perCall(1, r.cpu[1].machine), "ms"), fmtNum(without, "ms"),
+		fmtNum(base, "ms"), fmtNum(r.perCall(1, r.cpu[1].machine), "ms"), fmtNum(without, "ms"),
 		fmtNum(without-base, "ms"), base/without)
 }
 
@@ -256,9 +263,7 @@ func (r loadResult) busiestOthers(exclude ...string) string {
 		d    float64
 	}
 	var all []grown
-	per := func(side int, name string) float64 {
-		return ms(r.cpu[side].byCommand[name]) / float64(max(r.calls[side], 1))
-	}
+	per := func(side int, name string) float64 { return r.perCall(side, r.cpu[side].byCommand[name]) }
 	for name := range r.cpu[1].byCommand {
 		if slices.Contains(exclude, name) {
 			continue

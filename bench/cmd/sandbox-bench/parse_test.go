@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,16 @@ func TestSampleCPUMachineCoversThisProcess(t *testing.T) {
 	// /proc/stat and /proc/<pid>/stat tick separately: allow a tick's skew per core.
 	if d.machine < d.bench-20*time.Millisecond {
 		t.Errorf("machine %v < this process %v", d.machine, d.bench)
+	}
+}
+
+// A server that is gone is an error, not a CPU time of zero.
+func TestSampleCPUMissingServer(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sampleCPU(cmd.Process.Pid); err == nil {
+		t.Errorf("sampleCPU(%d) of an exited, reaped process succeeded", cmd.Process.Pid)
 	}
 }

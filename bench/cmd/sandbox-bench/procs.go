@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -211,29 +210,22 @@ func (l *logRecorder) tail() string {
 
 // procCPU is the CPU time (user + system) a process has used so far, from /proc/<pid>/stat.
 func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) may hold spaces; the fields after its closing parenthesis
-	// start with field 3, so utime and stime (fields 14 and 15) are at 11 and 12 there.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
 	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	return seconds(st.CPUTime()), nil
 }
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux platform Go supports.
+// seconds turns procfs's float seconds into a Duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times, for the fields procfs leaves in
+// ticks (children's times): 100 on every Linux platform Go supports.
 const clockTicks = 100
 
 // resetPeak sets the process's VmHWM back to its current RSS (Linux >= 4.0), so the next
@@ -310,7 +302,8 @@ func mergeCommands(a, b map[string]time.Duration, sign time.Duration) map[string
 	return out
 }
 
-// sampleCPU reads the CPU time used so far by the machine, this process and the server.
+// sampleCPU reads the CPU time used so far by the machine, this process and the server, with
+// one read of each process's stat.
 func sampleCPU(serverPID int) (cpuUse, error) {
 	fs, err := procfs.NewDefaultFS()
 	if err != nil {
@@ -321,24 +314,30 @@ func sampleCPU(serverPID int) (cpuUse, error) {
 		return cpuUse{}, err
 	}
 	t := st.CPUTotal
-	busy := t.User + t.Nice + t.System + t.IRQ + t.SoftIRQ
-	u := cpuUse{machine: time.Duration(busy * float64(time.Second)), byCommand: map[string]time.Duration{}}
+	u := cpuUse{machine: seconds(t.User + t.Nice + t.System + t.IRQ + t.SoftIRQ), byCommand: map[string]time.Duration{}}
 	procs, err := fs.AllProcs()
 	if err != nil {
 		return cpuUse{}, err
 	}
+	serverSeen := false
 	for _, p := range procs {
 		ps, err := p.Stat()
 		if err != nil {
 			continue // it exited meanwhile: its parent counts it once it is waited for
 		}
-		u.byCommand[commandName(ps.Comm)] += (time.Duration(ps.UTime+ps.STime) + time.Duration(ps.CUTime+ps.CSTime)) * time.Second / clockTicks
+		own := seconds(ps.CPUTime())
+		if p.PID == os.Getpid() {
+			u.bench = own
+		}
+		if p.PID == serverPID {
+			u.server, serverSeen = own, true
+		}
+		u.byCommand[commandName(ps.Comm)] += own + time.Duration(ps.CUTime+ps.CSTime)*time.Second/clockTicks
 	}
-	if u.bench, err = procCPU(os.Getpid()); err != nil {
-		return cpuUse{}, err
+	if !serverSeen {
+		return cpuUse{}, fmt.Errorf("the server (pid %d) is not in /proc", serverPID)
 	}
-	u.server, err = procCPU(serverPID)
-	return u, err
+	return u, nil
 }
 
 // commandName groups kernel threads by kind: a kworker's name carries its CPU and the work
