@@ -28,6 +28,7 @@ mkdir -p bin
 static() { CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" "$@"; }
 static -o bin/k8s-sandbox-mcp .
 static -o bin/minimal-mcp ./bench/cmd/minimal-mcp
+static -o bin/lean-exec-mcp ./bench/cmd/lean-exec-mcp
 go build -o bin/sandbox-bench ./bench/cmd/sandbox-bench
-hack/localstack/stack.sh exec bin/sandbox-bench -server bin/k8s-sandbox-mcp -minimal bin/minimal-mcp -out BENCHMARKS.md \
+hack/localstack/stack.sh exec bin/sandbox-bench -server bin/k8s-sandbox-mcp -minimal bin/minimal-mcp -lean bin/lean-exec-mcp -out BENCHMARKS.md \
   -command "hack/bench.sh${*:+ $*}" "$@"

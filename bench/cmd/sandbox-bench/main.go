@@ -20,8 +20,8 @@ import (
 
 // config holds the flags: binaries, output, and the iteration counts that bound the run time.
 type config struct {
-	server, minimal, out, analysis, command string
-	items                                   map[string]bool
+	server, minimal, lean, out, analysis, command string
+	items                                         map[string]bool
 
 	warm            int
 	smallRuns       int
@@ -56,6 +56,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("sandbox-bench", flag.ContinueOnError)
 	fs.StringVar(&c.server, "server", "bin/k8s-sandbox-mcp", "the server binary under test")
 	fs.StringVar(&c.minimal, "minimal", "bin/minimal-mcp", "the minimal mcp-go server (start-up baseline)")
+	fs.StringVar(&c.lean, "lean", "bin/lean-exec-mcp", "item 1: the leanest execute_command on mcp-go and grpc-go (second sandboxd baseline)")
 	fs.StringVar(&c.out, "out", "BENCHMARKS.md", "where to write the report")
 	fs.StringVar(&c.analysis, "analysis", "bench/ANALYSIS.md", "hand-written analysis appended to the report (skipped if missing)")
 	fs.StringVar(&c.command, "command", "", "the command line to show under Reproduce (default: this one)")
@@ -114,7 +115,7 @@ func parseFlags(args []string) (config, error) {
 	if c.command == "" {
 		c.command = strings.Join(append([]string{"sandbox-bench"}, args...), " ")
 	}
-	for _, p := range []*string{&c.server, &c.minimal} {
+	for _, p := range []*string{&c.server, &c.minimal, &c.lean} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return c, err
 		}

@@ -46,6 +46,7 @@ type smallRuntime struct {
 	inproc    breakdown
 	// cpuPerCall is the server process's CPU time per call over the back-to-back series.
 	cpuPerCall float64
+	lean       *leanFigures // sandboxd only
 }
 
 func (b *bench) smallCommands(ctx context.Context) (*section, error) {
@@ -54,8 +55,10 @@ func (b *bench) smallCommands(ctx context.Context) (*section, error) {
 			"calls per side paced at one round per %v (at most 20 server calls/s), each after %d warm-up calls. sandboxd: "+
 			"the server (stdio, `sandboxd-in-cluster`, pod IP) against a Go gRPC `Execute` of `/bin/sh -c '%s'` on the same "+
 			"sandboxd. Python runtime: the server (stdio, `in-cluster`, pod IP) against a direct `POST /execute` on the same "+
-			"runtime. Times are client-side round trips.", smallCommand, b.cfg.smallRuns, b.pacedRuns(), pacedInterval,
-			b.cfg.warm, smallCommand)}
+			"runtime. sandboxd also against the leanest `execute_command` that can be built on mcp-go and grpc-go "+
+			"(`bench/cmd/lean-exec-mcp`: one tool, one `Start` stream, the same structured answer, nothing else), %d calls "+
+			"per side back to back, first against `Execute`, then against the server. Times are client-side round trips.",
+			smallCommand, b.cfg.smallRuns, b.pacedRuns(), pacedInterval, b.cfg.warm, smallCommand, b.cfg.smallRuns)}
 	lookups, err := b.measureLookups(ctx)
 	if err != nil {
 		return nil, err
@@ -75,6 +78,9 @@ func (b *bench) smallCommands(ctx context.Context) (*section, error) {
 	var rounds, transports []comparison
 	for _, r := range rts {
 		rounds = append(rounds, r.back, r.paced)
+		if r.lean != nil {
+			rounds = append(rounds, r.lean.raw, r.lean.server)
+		}
 		transports = append(transports, r.transport)
 	}
 	s.comparisons("Round trip of one small command:", rounds...)
@@ -146,6 +152,10 @@ func smallTarget(r smallRuntime, lookups series, floor floorFigures) target {
 			{name: "ratio median, paced", value: r.paced.ratio(0.5)},
 			{name: "ratio p99, back to back", value: r.back.ratio(0.99)},
 			{name: "ratio p99, paced", value: r.paced.ratio(0.99)}}}
+	if r.lean != nil {
+		t.figures = append(t.figures, figure{name: "leanest execute_command's ratio median, back to back", value: r.lean.raw.ratio(0.5)},
+			figure{name: "server over the leanest execute_command, median, back to back", value: r.lean.server.ratio(0.5)})
+	}
 	if t.met {
 		return t
 	}
@@ -187,6 +197,9 @@ func smallTarget(r smallRuntime, lookups series, floor floorFigures) target {
 			"both are sent directly (second table): %s.", fmtNum(d, "ms"), r.extra))
 	}
 	why = append(why, smallBound(r, floor))
+	if r.lean != nil {
+		why = append(why, leanText(*r.lean, r.goal))
+	}
 	if fromAPI && r.backHandler.p99() > 1.5*r.pacedHandler.p99() {
 		why = append(why, fmt.Sprintf("Back to back, the handler's p99 rises to %s (%s paced): the Kubernetes client's "+
 			"rate limiter, one bucket of %d requests/s with a burst of %d (kube.DefaultQPS, kube.DefaultBurst); every "+
@@ -236,6 +249,11 @@ func (b *bench) smallSandboxd(ctx context.Context) (smallRuntime, error) {
 		return r, err
 	}
 	r.transport = comparison{name: "sandboxd: unary `Execute` vs streaming `Start`", unit: "ms", base: bs, subj: ss}
+	lean, err := b.leanSandboxd(ctx, rt, execute)
+	if err != nil {
+		return r, err
+	}
+	r.lean = &lean
 	r.inproc, err = b.inProcess(ctx, "SANDBOXD_POD_IP", localstack.SandboxdPool)
 	return r, err
 }

@@ -102,3 +102,32 @@ func TestSmallBound(t *testing.T) {
 		})
 	}
 }
+
+func TestLeanText(t *testing.T) {
+	ms := func(v ...float64) series { return series(v) }
+	for _, tc := range []struct {
+		name     string
+		lean     float64 // the lean server's median against a 4 ms Execute
+		want     []string
+		unwanted string
+	}{
+		// 5.2 / 4 = 1.30 is over the goal; the server's 5.6 is 1.08 of the lean 5.2 (0.40 ms more).
+		{"goal out of the libraries' reach", 5.2, []string{"is 1.30 of gRPC Execute", "(5.20 ms against 4.00 ms)",
+			"the server 1.08 of it (0.40 ms more", "CPU per call 1.50 ms against 1.20 ms", "no execute_command built on mcp-go and grpc-go met the goal of 1.2"}, ""},
+		{"goal within reach", 4.4, []string{"is 1.10 of gRPC Execute"}, "no execute_command built"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := leanFigures{raw: comparison{base: ms(4, 4, 4), subj: ms(tc.lean, tc.lean, tc.lean)},
+				server: comparison{base: ms(5.2, 5.2, 5.2), subj: ms(5.6, 5.6, 5.6)}, leanCPU: 1.2, serverCPU: 1.5}
+			got := leanText(f, 1.2)
+			for _, want := range tc.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("leanText() = %q, want it to contain %q", got, want)
+				}
+			}
+			if tc.unwanted != "" && strings.Contains(got, tc.unwanted) {
+				t.Errorf("leanText() = %q, want no %q", got, tc.unwanted)
+			}
+		})
+	}
+}
