@@ -68,6 +68,14 @@ func newSandboxdConn(cfg Config, inst instrumentation, dialer *net.Dialer) *sand
 		conns: map[string]*cachedConn{}}
 }
 
+// SandboxdFlowOptions are the flow-control window and message-size limit of every gRPC
+// connection to sandboxd (see recvWindow and maxRecvMsg); the bench's lean baseline dials with
+// them too, so that both send the same frames.
+func SandboxdFlowOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithInitialWindowSize(recvWindow), grpc.WithInitialConnWindowSize(recvWindow),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg))}
+}
+
 // host is the sandbox address for the configured mode; the modes never fall back to
 // each other, so an empty status field is reported with what to fix.
 func (s *sandboxdConn) host(t Target) (string, error) {
@@ -96,9 +104,7 @@ func (s *sandboxdConn) grpcClient(target string) (processv1.ProcessServiceClient
 			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 				return s.dialer.DialContext(ctx, "tcp", addr)
 			}),
-			grpc.WithInitialWindowSize(recvWindow), grpc.WithInitialConnWindowSize(recvWindow),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg)),
-		}, s.grpcOpts...)
+		}, append(SandboxdFlowOptions(), s.grpcOpts...)...)
 		cc, err := grpc.NewClient("passthrough:///"+target, opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("exec: gRPC client for %s: %w", target, err)

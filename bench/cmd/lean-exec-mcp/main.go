@@ -1,10 +1,11 @@
 // Command lean-exec-mcp is item 1's second baseline: the leanest execute_command that can be
 // built on the libraries the server uses, an mcp-go stdio server whose one tool runs the
-// command through sandboxd's streaming Start RPC (grpc-go, the server's window and message
-// settings) and answers with the same structured result. It has no settings, no Kubernetes
-// client, no input check, no output budget, no logging, no metrics and no audit, so the
-// difference to k8s-sandbox-mcp is what the server's own code adds to a command, and its
-// difference to sandboxd called directly is what MCP and a gRPC stream cost at the least.
+// command through sandboxd's streaming Start RPC (grpc-go, dialled with the server's own
+// conn.SandboxdFlowOptions) and answers with the same structured result. It has no settings,
+// no Kubernetes client, no input check, no output budget, no logging, no metrics and no
+// audit, so the difference to k8s-sandbox-mcp is what the server's own code adds to a
+// command, and its difference to sandboxd called directly is what MCP and a gRPC stream cost
+// at the least.
 //
 // The sandboxd address (host:port) comes from LEAN_EXEC_SANDBOXD; flags are ignored, as the
 // bench starts every stdio server with the server's.
@@ -22,12 +23,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	processv1 "sigs.k8s.io/agent-sandbox/packages/sandboxd/spec/process/v1"
-)
 
-// The server's gRPC settings (conn/sandboxd.go), so that both send the same frames.
-const (
-	recvWindow = 256 << 10
-	maxRecvMsg = 1 << 20
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 )
 
 type result struct {
@@ -49,9 +46,7 @@ func run() error {
 		return fmt.Errorf("LEAN_EXEC_SANDBOXD (host:port of sandboxd's gRPC API) is not set")
 	}
 	cc, err := grpc.NewClient("passthrough:///"+addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(recvWindow), grpc.WithInitialConnWindowSize(recvWindow),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg)))
+		append(conn.SandboxdFlowOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		return err
 	}
