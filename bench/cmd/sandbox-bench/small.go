@@ -152,6 +152,7 @@ func smallTarget(r smallRuntime, lookups series, floor floorFigures) target {
 			{name: "ratio median, paced", value: r.paced.ratio(0.5)},
 			{name: "ratio p99, back to back", value: r.back.ratio(0.99)},
 			{name: "ratio p99, paced", value: r.paced.ratio(0.99)}}}
+	t.figures = append(t.figures, figure{name: "handler p99 over its request's p99 sent directly, paced", value: tailRatio(r)})
 	if r.lean != nil {
 		t.figures = append(t.figures, figure{name: "leanest execute_command's ratio median, back to back", value: r.lean.raw.ratio(0.5)},
 			figure{name: "server over the leanest execute_command, median, back to back", value: r.lean.server.ratio(0.5)})
@@ -199,6 +200,9 @@ func smallTarget(r smallRuntime, lookups series, floor floorFigures) target {
 	why = append(why, smallBound(r, floor))
 	if r.lean != nil {
 		why = append(why, leanText(*r.lean, r.goal))
+	}
+	if tail := tailText(r); tail != "" {
+		why = append(why, tail)
 	}
 	if fromAPI && r.backHandler.p99() > 1.5*r.pacedHandler.p99() {
 		why = append(why, fmt.Sprintf("Back to back, the handler's p99 rises to %s (%s paced): the Kubernetes client's "+

@@ -131,3 +131,34 @@ func TestLeanText(t *testing.T) {
 		})
 	}
 }
+
+func TestTailText(t *testing.T) {
+	ms := func(v ...float64) series { return series(v) }
+	for _, tc := range []struct {
+		name           string
+		server, handle float64 // paced p99 of the round trip and of the handler
+		want           []string
+	}{
+		{"goal met", 7, 6, nil},
+		// 8 / 5 = 1.60 over the goal; the handler's 6 is below the directly sent request's 7.
+		{"runtime's tail", 8, 6, []string{"p99 ratio (1.60)", "of 3 per side", "p99 of 5.00 ms in the series", "and 6.50 ms in the request-form",
+			"handler p99 (6.00 ms, its own log) is no higher than", "(7.00 ms): the handler does not add to the runtime's tail, and the stdio round trip around it adds 2.00 ms at the p99."}},
+		{"server's tail", 8, 8.4, []string{"handler p99 (8.40 ms, its own log) is 1.20× that of its request sent directly (7.00 ms)",
+			"the server adds to the tail"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := smallRuntime{paced: comparison{base: ms(5, 5, 5), subj: ms(tc.server, tc.server, tc.server)},
+				pacedHandler: ms(tc.handle, tc.handle, tc.handle),
+				transport:    comparison{base: ms(6.5, 6.5, 6.5), subj: ms(7, 7, 7)}}
+			got := tailText(r)
+			if tc.want == nil && got != "" {
+				t.Errorf("tailText() = %q, want nothing", got)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("tailText() = %q, want it to contain %q", got, want)
+				}
+			}
+		})
+	}
+}
