@@ -137,6 +137,38 @@ func interleave(ctx context.Context, warm, n int, base, subj func(context.Contex
 	return interleavePaced(ctx, warm, n, 0, base, subj)
 }
 
+// interleaveCPU is interleave with the CPU time (ms) each of pids used per round over the
+// warm and measured rounds, read from /proc before and after.
+func interleaveCPU(ctx context.Context, warm, n int, base, subj func(context.Context) error, pids ...int) (series, series, []float64, error) {
+	read := func() ([]time.Duration, error) {
+		out := make([]time.Duration, len(pids))
+		for i, pid := range pids {
+			var err error
+			if out[i], err = procCPU(pid); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	before, err := read()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bs, ss, err := interleave(ctx, warm, n, base, subj)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	after, err := read()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	perCall := make([]float64, len(pids))
+	for i := range pids {
+		perCall[i] = ms(after[i]-before[i]) / float64(warm+n)
+	}
+	return bs, ss, perCall, nil
+}
+
 // interleavePaced is interleave with each round starting at least pace after the previous one.
 func interleavePaced(ctx context.Context, warm, n int, pace time.Duration, base, subj func(context.Context) error) (series, series, error) {
 	sides := [2]struct {

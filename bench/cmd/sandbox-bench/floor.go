@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // mcpFloor measures what MCP itself costs per call in this run: the minimal mcp-go server's
@@ -49,24 +48,12 @@ func (b *bench) mcpFloor(ctx context.Context) (floorFigures, error) {
 		}
 		return nil
 	}
-	cpu := func() (m, s time.Duration, err error) {
-		if m, err = procCPU(minimal.pid()); err != nil {
-			return 0, 0, err
-		}
-		s, err = procCPU(rt.srv.pid())
-		return m, s, err
-	}
-	m0, s0, err := cpu()
+	var cpu []float64
+	c.base, c.subj, cpu, err = interleaveCPU(ctx, b.cfg.warm, b.cfg.smallRuns, noop, status, minimal.pid(), rt.srv.pid())
 	if err != nil {
 		return f, err
 	}
-	c.base, c.subj, err = interleave(ctx, b.cfg.warm, b.cfg.smallRuns, noop, status)
-	if err != nil {
-		return f, err
-	}
-	m1, s1, err := cpu()
-	calls := float64(b.cfg.warm + b.cfg.smallRuns)
-	return floorFigures{comparison: c, minimalCPU: ms(m1-m0) / calls, serverCPU: ms(s1-s0) / calls}, err
+	return floorFigures{comparison: c, minimalCPU: cpu[0], serverCPU: cpu[1]}, nil
 }
 
 // floorFigures are the MCP floor's round trips and both processes' CPU time per call (ms).

@@ -24,41 +24,20 @@ func (b *bench) leanSandboxd(ctx context.Context, rt *runtimeUnderTest, execute 
 		return f, err
 	}
 	defer lean.close()
-	args := map[string]any{"command": smallCommand}
-	leanCall := func(ctx context.Context) error {
-		var res execResult
-		if err := callTool(ctx, lean.cs, "execute_command", args, &res); err != nil {
-			return err
-		}
-		if res.ExitCode != 0 || res.Stdout != "hi\n" {
-			return fmt.Errorf("%w: lean-exec-mcp: %+v", errMismatch, res)
-		}
-		return nil
-	}
+	leanCall := smallCall(lean.cs, map[string]any{"command": smallCommand})
 	f.raw = comparison{name: "sandboxd: gRPC `Execute` vs the leanest `execute_command` (lean-exec-mcp), back to back", unit: "ms"}
 	if f.raw.base, f.raw.subj, err = interleave(ctx, b.cfg.warm, b.cfg.smallRuns, execute, leanCall); err != nil {
 		return f, err
 	}
-	cpu := func() (l, s float64, err error) {
-		lt, err := procCPU(lean.pid())
-		if err != nil {
-			return 0, 0, err
-		}
-		st, err := procCPU(rt.srv.pid())
-		return ms(lt), ms(st), err
-	}
-	l0, s0, err := cpu()
+	f.server = comparison{name: "sandboxd: the leanest `execute_command` (lean-exec-mcp) vs the server's, back to back", unit: "ms"}
+	var cpu []float64
+	f.server.base, f.server.subj, cpu, err = interleaveCPU(ctx, b.cfg.warm, b.cfg.smallRuns, leanCall, b.serverSmall(rt),
+		lean.pid(), rt.srv.pid())
 	if err != nil {
 		return f, err
 	}
-	f.server = comparison{name: "sandboxd: the leanest `execute_command` (lean-exec-mcp) vs the server's, back to back", unit: "ms"}
-	if f.server.base, f.server.subj, err = interleave(ctx, b.cfg.warm, b.cfg.smallRuns, leanCall, b.serverSmall(rt)); err != nil {
-		return f, err
-	}
-	l1, s1, err := cpu()
-	calls := float64(b.cfg.warm + b.cfg.smallRuns)
-	f.leanCPU, f.serverCPU = (l1-l0)/calls, (s1-s0)/calls
-	return f, err
+	f.leanCPU, f.serverCPU = cpu[0], cpu[1]
+	return f, nil
 }
 
 // leanText says what the lean server shows about a missed sandboxd goal: whether a server

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -292,22 +294,13 @@ func (b *bench) smallPython(ctx context.Context) (smallRuntime, error) {
 func (b *bench) smallSeries(ctx context.Context, rt *runtimeUnderTest, base func(context.Context) error, r *smallRuntime) error {
 	subj := b.serverSmall(rt)
 	rt.srv.log.takeHandler("execute_command")
-	cpu0, err := procCPU(rt.srv.pid())
-	if err != nil {
-		return err
-	}
 	stopProfile := rt.prof.collect(ctx)
-	bs, ss, err := interleave(ctx, b.cfg.warm, b.cfg.smallRuns, base, subj)
-	if err != nil {
-		stopProfile()
-		return err
-	}
-	cpu1, err := procCPU(rt.srv.pid())
+	bs, ss, cpu, err := interleaveCPU(ctx, b.cfg.warm, b.cfg.smallRuns, base, subj, rt.srv.pid())
 	stopProfile()
 	if err != nil {
 		return err
 	}
-	r.cpuPerCall = ms(cpu1-cpu0) / float64(b.cfg.warm+b.cfg.smallRuns)
+	r.cpuPerCall = cpu[0]
 	r.back, r.backHandler = comparison{unit: "ms", base: bs, subj: ss}, b.handlerTimes(rt)
 	time.Sleep(2 * time.Second) // let the server's rate limiter refill its burst
 	bs, ss, err = interleavePaced(ctx, b.cfg.warm, b.pacedRuns(), pacedInterval, base, subj)
@@ -328,12 +321,16 @@ func pyCheck(res pyResult, err error) error {
 	return nil
 }
 
-// serverSmall is one execute_command of the small command, checked.
+// serverSmall is one execute_command of the small command in rt's sandbox, checked.
 func (b *bench) serverSmall(rt *runtimeUnderTest) func(context.Context) error {
-	args := b.claimArgs(rt.sandbox, map[string]any{"command": smallCommand})
+	return smallCall(rt.srv.cs, b.claimArgs(rt.sandbox, map[string]any{"command": smallCommand}))
+}
+
+// smallCall is one execute_command of the small command through cs with args, checked.
+func smallCall(cs *mcp.ClientSession, args map[string]any) func(context.Context) error {
 	return func(ctx context.Context) error {
 		var res execResult
-		if err := callTool(ctx, rt.srv.cs, "execute_command", args, &res); err != nil {
+		if err := callTool(ctx, cs, "execute_command", args, &res); err != nil {
 			return err
 		}
 		if res.ExitCode != 0 || res.Stdout != "hi\n" {
