@@ -26,12 +26,12 @@ func (b *bench) leanSandboxd(ctx context.Context, rt *runtimeUnderTest, execute 
 	defer lean.close()
 	leanCall := smallCall(lean.cs, map[string]any{"command": smallCommand})
 	f.raw = comparison{name: "sandboxd: gRPC `Execute` vs the leanest `execute_command` (lean-exec-mcp), back to back", unit: "ms"}
-	if f.raw.base, f.raw.subj, err = interleave(ctx, b.cfg.warm, b.cfg.smallRuns, execute, leanCall); err != nil {
+	if f.raw.base, f.raw.subj, err = interleave(ctx, b.cfg.warm, b.cfg.leanRuns, execute, leanCall); err != nil {
 		return f, err
 	}
 	f.server = comparison{name: "sandboxd: the leanest `execute_command` (lean-exec-mcp) vs the server's, back to back", unit: "ms"}
 	var cpu []float64
-	f.server.base, f.server.subj, cpu, err = interleaveCPU(ctx, b.cfg.warm, b.cfg.smallRuns, leanCall, b.serverSmall(rt),
+	f.server.base, f.server.subj, cpu, err = interleaveCPU(ctx, b.cfg.warm, b.cfg.leanRuns, leanCall, b.serverSmall(rt),
 		lean.pid(), rt.srv.pid())
 	if err != nil {
 		return f, err

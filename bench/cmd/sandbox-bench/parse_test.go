@@ -99,6 +99,14 @@ func TestParseFlagsLists(t *testing.T) {
 	if len(c.bigBytes) != 2 || c.bigBytes[1] != 20 || len(c.listFiles) != 1 || c.listFiles[0] != 5 || !c.items["6"] || c.items["2"] {
 		t.Errorf("parsed %+v", c)
 	}
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{{[]string{"-small-runs", "50"}, 50}, {[]string{"-small-runs", "50", "-lean-runs", "3000"}, 3000}} {
+		if c, err := parseFlags(tt.args); err != nil || c.leanRuns != tt.want {
+			t.Errorf("parseFlags(%v): -lean-runs %d, %v; want %d", tt.args, c.leanRuns, err, tt.want)
+		}
+	}
 	for _, bad := range [][]string{{"-big-bytes", "10,x"}, {"-list-files", "0"}, {"-py-big-bytes", ""}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%v) accepted a bad list", bad)

@@ -60,7 +60,7 @@ func (b *bench) smallCommands(ctx context.Context) (*section, error) {
 			"runtime. sandboxd also against the leanest `execute_command` that can be built on mcp-go and grpc-go "+
 			"(`bench/cmd/lean-exec-mcp`: one tool, one `Start` stream, the same structured answer, nothing else), %d calls "+
 			"per side back to back, first against `Execute`, then against the server. Times are client-side round trips.",
-			smallCommand, b.cfg.smallRuns, b.pacedRuns(), pacedInterval, b.cfg.warm, smallCommand, b.cfg.smallRuns)}
+			smallCommand, b.cfg.smallRuns, b.pacedRuns(), pacedInterval, b.cfg.warm, smallCommand, b.cfg.leanRuns)}
 	lookups, err := b.measureLookups(ctx)
 	if err != nil {
 		return nil, err
