@@ -9,13 +9,14 @@
 #   hack/perf-lean.sh 6000        more calls: finer figures
 #
 # Needs root and perf (linux-perf); leaves the local stack up. Both binaries are built with
-# symbols for the occasion. The
-# lean server runs two series of N calls (against Execute, then against the server), the
-# server one, so each process's samples are divided by its own number of calls.
+# symbols for the occasion. The lean server runs two series of N calls (against Execute, then
+# against the server), the server one, so each process's samples are divided by its own number
+# of calls.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 calls=${1:-3000}
+lean_calls=$((2 * calls)) # see above
 freq=1999
 [ "$(id -u)" = 0 ] || { echo "perf-lean: needs root" >&2; exit 1; }
 command -v perf >/dev/null || { echo "perf-lean: needs perf (apt-get install linux-perf)" >&2; exit 1; }
@@ -49,13 +50,13 @@ wait "$recorder"
 grep -F 'vs the server' "$out/report.md" | head -1
 
 # Per call and process: CPU, context switches and system calls, summed over its threads.
-awk -F, -v calls="$calls" '
+awk -F, -v calls="$calls" -v lean_calls="$lean_calls" '
 $1 ~ /^(lean-exec-mcp|k8s-sandbox-mc)/ && $2 != "" {
   comm = $1; sub(/-[0-9]+$/, "", comm); sum[comm "," $4] += $2
 }
 END {
   for (k in sum) {
-    split(k, f, ","); n = (f[1] == "lean-exec-mcp") ? 2 * calls : calls
+    split(k, f, ","); n = (f[1] == "lean-exec-mcp") ? lean_calls : calls
     v = sum[k] / n; if (f[2] == "task-clock") v = v * 1000
     printf "%-16s %-26s %10.1f per call%s\n", f[1], f[2], v, (f[2] == "task-clock") ? " (µs)" : ""
   }
@@ -63,7 +64,7 @@ END {
 
 # Group: the kernel by DSO; Go symbols by package (the path up to the first dot after its last
 # slash), with the runtime's packages together and modules cut to their repository.
-perf script -i "$out/perf.data" -F comm,ip,sym,dso 2>/dev/null | awk -v freq="$freq" -v calls="$calls" '
+perf script -i "$out/perf.data" -F comm,ip,sym,dso 2>/dev/null | awk -v freq="$freq" -v calls="$calls" -v lean_calls="$lean_calls" '
 function abs(x) { return x < 0 ? -x : x }
 function group(sym, dso,   pkg, n, parts, rest) {
   if (dso ~ /kernel/) return "kernel"
@@ -92,12 +93,12 @@ END {
   for (g in srv) all[g] = 1
   printf "%-40s %10s %10s %10s\n", "where (µs per call)", "lean", "server", "server-lean"
   for (g in all) {
-    l = lean[g] * us / (2 * calls); s = srv[g] * us / calls
+    l = lean[g] * us / lean_calls; s = srv[g] * us / calls
     rows[g] = sprintf("%-40s %10.1f %10.1f %+10.1f", g, l, s, s - l); d[g] = s - l
   }
   n = 0
   for (g in d) keys[++n] = g
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (abs(d[keys[j]]) > abs(d[keys[i]])) { t = keys[i]; keys[i] = keys[j]; keys[j] = t }
   for (i = 1; i <= n && i <= 24; i++) print rows[keys[i]]
-  printf "%-40s %10.1f %10.1f %+10.1f\n", "all", nl * us / (2 * calls), ns * us / calls, ns * us / calls - nl * us / (2 * calls)
+  printf "%-40s %10.1f %10.1f %+10.1f\n", "all", nl * us / lean_calls, ns * us / calls, ns * us / calls - nl * us / lean_calls
 }'
