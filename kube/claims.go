@@ -35,7 +35,8 @@ func (c *Client) Get(ctx context.Context, namespace, name, owner string) (Claim,
 	claim := claimFromObject(obj)
 	claim.Ready = false // only the Sandbox's own condition counts here
 	if sb == nil && claim.SandboxName != "" {
-		claim.PodIPs = nil // the claim's mirror may be stale once the Sandbox is gone
+		// The claim's mirrors may be stale once the Sandbox is gone.
+		claim.PodIPs, claim.ServiceFQDN = nil, ""
 	}
 	fillFromSandbox(&claim, sb)
 	return claim, nil
@@ -207,6 +208,7 @@ func claimFromObject(obj *extv1beta1.SandboxClaim) Claim {
 		WarmPool:    obj.Spec.WarmPoolRef.Name,
 		SandboxName: obj.Status.SandboxStatus.Name,
 		PodIPs:      slices.Clone(obj.Status.SandboxStatus.PodIPs),
+		ServiceFQDN: obj.Status.SandboxStatus.ServiceFQDN, // agent-sandbox v1.0 and later mirror it
 		Ready:       meta.IsStatusConditionTrue(obj.Status.Conditions, conditionReady),
 		Created:     obj.CreationTimestamp.Time,
 		ShutdownAt:  shutdownTime(obj),
@@ -220,7 +222,8 @@ func shutdownTime(obj *extv1beta1.SandboxClaim) time.Time {
 	return obj.Spec.Lifecycle.ShutdownTime.Time
 }
 
-// fillFromSandbox prefers the Sandbox's own view; the claim's podIPs mirror stays as fallback.
+// fillFromSandbox prefers the Sandbox's own view; the claim's podIPs and serviceFQDN mirrors
+// stay as fallback (the claim's lag the Sandbox's by a reconcile).
 func fillFromSandbox(claim *Claim, sb *sandboxv1beta1.Sandbox) {
 	if sb == nil {
 		return
@@ -228,6 +231,8 @@ func fillFromSandbox(claim *Claim, sb *sandboxv1beta1.Sandbox) {
 	if len(sb.Status.PodIPs) > 0 {
 		claim.PodIPs = slices.Clone(sb.Status.PodIPs)
 	}
-	claim.ServiceFQDN = sb.Status.ServiceFQDN
+	if sb.Status.ServiceFQDN != "" {
+		claim.ServiceFQDN = sb.Status.ServiceFQDN
+	}
 	claim.Ready = meta.IsStatusConditionTrue(sb.Status.Conditions, conditionReady)
 }

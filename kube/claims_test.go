@@ -84,6 +84,28 @@ func TestGetFillsSandboxDetails(t *testing.T) {
 			want: Claim{SandboxName: "sb", PodIPs: []string{"10.0.0.8"}, ServiceFQDN: "sb.team-a.svc.cluster.local", Ready: true},
 		},
 		{
+			// agent-sandbox v1.0 mirrors serviceFQDN on the claim; the Sandbox's own wins.
+			name: "claim mirrors the service name",
+			objs: []runtime.Object{
+				claimObj(testNS, "c", ownedBy(testOwner), withFQDN(readyStatus("sb", "10.0.0.1"), "sb.team-a.svc.cluster.local")),
+				sandboxObj(testNS, "sb", "", []string{"10.0.0.8"}, cond("Ready", metav1.ConditionTrue, "DependenciesReady", "Pod is Ready")),
+			},
+			want: Claim{SandboxName: "sb", PodIPs: []string{"10.0.0.8"}, ServiceFQDN: "sb.team-a.svc.cluster.local", Ready: true},
+		},
+		{
+			name: "the Sandbox's service name wins over the claim's mirror",
+			objs: []runtime.Object{
+				claimObj(testNS, "c", ownedBy(testOwner), withFQDN(readyStatus("sb", "10.0.0.1"), "old.team-a.svc.cluster.local")),
+				sandboxObj(testNS, "sb", "sb.team-a.svc.cluster.local", []string{"10.0.0.8"}, cond("Ready", metav1.ConditionTrue, "DependenciesReady", "Pod is Ready")),
+			},
+			want: Claim{SandboxName: "sb", PodIPs: []string{"10.0.0.8"}, ServiceFQDN: "sb.team-a.svc.cluster.local", Ready: true},
+		},
+		{
+			name: "a gone Sandbox's mirrors are dropped",
+			objs: []runtime.Object{claimObj(testNS, "c", ownedBy(testOwner), withFQDN(readyStatus("sb", "10.0.0.1"), "sb.team-a.svc.cluster.local"))},
+			want: Claim{SandboxName: "sb"},
+		},
+		{
 			name: "sandbox not ready",
 			objs: []runtime.Object{
 				claimObj(testNS, "c", ownedBy(testOwner), readyStatus("sb")),

@@ -135,6 +135,11 @@ func readyStatus(sandbox string, ips ...string) extv1beta1.SandboxClaimStatus {
 	}
 }
 
+func withFQDN(st extv1beta1.SandboxClaimStatus, fqdn string) extv1beta1.SandboxClaimStatus {
+	st.SandboxStatus.ServiceFQDN = fqdn
+	return st
+}
+
 func claimObj(ns, name string, labels map[string]string, st extv1beta1.SandboxClaimStatus) *extv1beta1.SandboxClaim {
 	return &extv1beta1.SandboxClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels,

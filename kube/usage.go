@@ -16,8 +16,12 @@ import (
 // metrics-server), the caller may not read it, or the pod is too new to have been scraped.
 var ErrNoMetrics = errors.New("no figures from metrics.k8s.io")
 
-// podNameAnnotation is where the controller names the pod of an adopted (warm) Sandbox.
-const podNameAnnotation = "agents.x-k8s.io/pod-name"
+// errPodNotMeasured: metrics.k8s.io has no pod of that name (yet).
+var errPodNotMeasured = fmt.Errorf("%w: the pod has not been measured yet (metrics-server scrapes every 15 s or so)", ErrNoMetrics)
+
+// podNameAnnotation is where agent-sandbox before v1.0 named the pod of an adopted (warm)
+// Sandbox; v1.0 deprecates it (a Sandbox's pod has the Sandbox's name) but may still honour it.
+const podNameAnnotation = sandboxv1beta1.SandboxPodNameAnnotation
 
 // Usage is what the API knows of what one sandbox consumes.
 type Usage struct {
@@ -48,18 +52,29 @@ func (c *Client) Usage(ctx context.Context, namespace, name, owner string) (Usag
 		u.MetricsErr = fmt.Errorf("%w: the sandbox has no pod", ErrNoMetrics)
 		return u, nil
 	}
-	u.Pod = podName(sb)
 	u.CPULimitMillis, u.MemoryLimitBytes = limits(sb.Spec.PodTemplate.Spec.Containers)
-	u.MetricsErr = c.podMetrics(ctx, &u)
+	names := podNames(sb)
+	u.Pod = names[0]
+	for _, name := range names {
+		if u.MetricsErr = c.podMetrics(ctx, name, &u); u.MetricsErr == nil {
+			u.Pod = name
+		}
+		if !errors.Is(u.MetricsErr, errPodNotMeasured) {
+			break
+		}
+	}
 	u.Measured = u.MetricsErr == nil
 	return u, nil
 }
 
-func podName(sb *sandboxv1beta1.Sandbox) string {
-	if n := sb.Annotations[podNameAnnotation]; n != "" {
-		return n
+// podNames are the names the Sandbox's pod may have, most likely first: its own name, then the
+// legacy annotation's when that differs.
+func podNames(sb *sandboxv1beta1.Sandbox) []string {
+	names := []string{sb.Name}
+	if n := sb.Annotations[podNameAnnotation]; n != "" && n != sb.Name {
+		names = append(names, n)
 	}
-	return sb.Name
+	return names
 }
 
 // limits sums the containers' limits; one container without a limit makes the pod unlimited.
@@ -86,16 +101,16 @@ func limits(cs []corev1.Container) (cpuMillis, memBytes int64) {
 	return cpuMillis, memBytes
 }
 
-func (c *Client) podMetrics(ctx context.Context, u *Usage) error {
+func (c *Client) podMetrics(ctx context.Context, pod string, u *Usage) error {
 	if c.metrics == nil {
 		return fmt.Errorf("%w: no metrics client", ErrNoMetrics)
 	}
-	m, err := c.metrics.MetricsV1beta1().PodMetricses(u.Claim.Namespace).Get(ctx, u.Pod, metav1.GetOptions{})
+	m, err := c.metrics.MetricsV1beta1().PodMetricses(u.Claim.Namespace).Get(ctx, pod, metav1.GetOptions{})
 	switch {
 	case isNoMetricsAPI(err):
 		return fmt.Errorf("%w: metrics.k8s.io is not served by this cluster (no metrics-server)", ErrNoMetrics)
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%w: the pod has not been measured yet (metrics-server scrapes every 15 s or so)", ErrNoMetrics)
+		return errPodNotMeasured
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("%w: the server may not read pods.metrics.k8s.io (RBAC)", ErrNoMetrics)
 	case err != nil:

@@ -37,38 +37,51 @@ func TestUsage(t *testing.T) {
 			{Name: "b", Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("4Mi")}},
 		},
 	}
-	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, "warm-pod")
 	notServed := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound,
 		Message: "the server could not find the requested resource"}}
+	// The pod has the Sandbox's name (agent-sandbox v1.0); a legacy annotation may name another.
 	tests := []struct {
 		name       string
+		annotation string // the Sandbox's legacy pod-name annotation
+		measured   string // the pod metrics-server has figures for
 		containers []corev1.Container
 		reactErr   error
 		want       Usage
 		wantErr    string
 	}{
-		{name: "measured", containers: []corev1.Container{limited("1", "512Mi"), limited("100m", "32Mi")},
-			want: Usage{Pod: "warm-pod", CPULimitMillis: 1100, MemoryLimitBytes: 544 << 20, Measured: true, CPUMillis: 255,
+		{name: "measured", measured: "sb", containers: []corev1.Container{limited("1", "512Mi"), limited("100m", "32Mi")},
+			want: Usage{Pod: "sb", CPULimitMillis: 1100, MemoryLimitBytes: 544 << 20, Measured: true, CPUMillis: 255,
 				MemoryBytes: 104 << 20, MeasuredAt: testNow, Window: 15 * time.Second}},
-		{name: "one container unlimited", containers: []corev1.Container{limited("1", "512Mi"), limited("", "32Mi")},
-			want: Usage{Pod: "warm-pod", MemoryLimitBytes: 544 << 20, Measured: true, CPUMillis: 255, MemoryBytes: 104 << 20,
+		{name: "annotated, pod by the Sandbox's name", annotation: "warm-pod", measured: "sb", containers: []corev1.Container{limited("1", "512Mi")},
+			want: Usage{Pod: "sb", CPULimitMillis: 1000, MemoryLimitBytes: 512 << 20, Measured: true, CPUMillis: 255,
+				MemoryBytes: 104 << 20, MeasuredAt: testNow, Window: 15 * time.Second}},
+		{name: "legacy pod by the annotation", annotation: "warm-pod", measured: "warm-pod", containers: []corev1.Container{limited("1", "512Mi")},
+			want: Usage{Pod: "warm-pod", CPULimitMillis: 1000, MemoryLimitBytes: 512 << 20, Measured: true, CPUMillis: 255,
+				MemoryBytes: 104 << 20, MeasuredAt: testNow, Window: 15 * time.Second}},
+		{name: "one container unlimited", measured: "sb", containers: []corev1.Container{limited("1", "512Mi"), limited("", "32Mi")},
+			want: Usage{Pod: "sb", MemoryLimitBytes: 544 << 20, Measured: true, CPUMillis: 255, MemoryBytes: 104 << 20,
 				MeasuredAt: testNow, Window: 15 * time.Second}},
-		{name: "not scraped yet", containers: []corev1.Container{limited("1", "1Gi")}, reactErr: notFound,
-			want: Usage{Pod: "warm-pod", CPULimitMillis: 1000, MemoryLimitBytes: 1 << 30}, wantErr: "not been measured yet"},
-		{name: "no metrics-server", reactErr: notServed, want: Usage{Pod: "warm-pod"}, wantErr: "not served by this cluster"},
-		{name: "forbidden", reactErr: apierrors.NewForbidden(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, "warm-pod", errors.New("no")),
-			want: Usage{Pod: "warm-pod"}, wantErr: "(RBAC)"},
+		{name: "not scraped yet", annotation: "warm-pod", containers: []corev1.Container{limited("1", "1Gi")},
+			want: Usage{Pod: "sb", CPULimitMillis: 1000, MemoryLimitBytes: 1 << 30}, wantErr: "not been measured yet"},
+		{name: "no metrics-server", reactErr: notServed, want: Usage{Pod: "sb"}, wantErr: "not served by this cluster"},
+		{name: "forbidden", reactErr: apierrors.NewForbidden(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, "sb", errors.New("no")),
+			want: Usage{Pod: "sb"}, wantErr: "(RBAC)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sb := sandboxObj(testNS, "sb", "", []string{"10.0.0.8"}, cond("Ready", metav1.ConditionTrue, "DependenciesReady", ""))
-			sb.Annotations = map[string]string{podNameAnnotation: "warm-pod"}
+			if tt.annotation != "" {
+				sb.Annotations = map[string]string{podNameAnnotation: tt.annotation}
+			}
 			sb.Spec.PodTemplate.Spec.Containers = tt.containers
 			f := newFakes(t, claimObj(testNS, "c", ownedBy(testOwner), readyStatus("sb", "10.0.0.8")), sb)
 			m := metricsfake.NewSimpleClientset()
-			m.PrependReactor("get", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+			m.PrependReactor("get", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 				if tt.reactErr != nil {
 					return true, nil, tt.reactErr
+				}
+				if name := a.(clienttesting.GetAction).GetName(); name != tt.measured {
+					return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, name)
 				}
 				return true, podMetrics, nil
 			})

@@ -157,7 +157,7 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 	if err != nil {
 		return res, ref, err
 	}
-	if r.ExitCode == -1 && d.sandboxStopped(ctx, a.claimArgs, target(c)) {
+	if killedBySignal(r.ExitCode) && d.sandboxStopped(ctx, a.claimArgs, target(c)) {
 		return res, ref, errSandboxStopped
 	}
 	return res, ref, nil
@@ -173,8 +173,16 @@ func savedOutputDir() (string, error) {
 	return ".k8s-sandbox-mcp/output/" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), nil
 }
 
+// killedBySignal reports the exit codes of a command that a stopping sandbox also produces:
+// -1 (sandboxd up to v1.0.1: its child was killed by a signal, it does not say which) and
+// 128+n for SIGKILL and SIGTERM (a shell's report of its child, and newer sandboxd's of its
+// own), which pod deletion sends. Other signals are the command's own business.
+func killedBySignal(code int) bool {
+	return code == -1 || code == 128+9 || code == 128+15
+}
+
 // errSandboxStopped: the runtime itself was stopped under the command (its pod deleted or
-// restarted), which a bare exit code of -1 would pass off as the command's own end.
+// restarted), which a bare signal exit code (-1, 137, 143) would pass off as the command's own end.
 var errSandboxStopped = errors.New("the sandbox stopped while the command ran (its pod was deleted or restarted), which killed the command")
 
 // sandboxStopped tells a command killed with the sandbox (pod deleted or restarted) from one
