@@ -3,15 +3,25 @@
 # runs the unit tests only): installs what they need, builds the local stack's binaries and
 # images (cached outside the clone) and brings the stack up, then go vet and go test over the
 # whole module. The end-to-end packages run inside the stack's network namespace, where pod
-# addresses exist. A stack this script started is stopped after.
+# addresses exist, against agent-sandbox's default version; then the every-connection-type
+# scenario runs once more against the older version still supported (the compatibility run).
+# A stack this script started is stopped after; one that was up is left on the default version.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+. hack/localstack/versions.sh
 hack/deps.sh
 was_up=0
 hack/localstack/stack.sh status >/dev/null 2>&1 && was_up=1
-cleanup() { [ "$was_up" = 1 ] || hack/localstack/stack.sh down >/dev/null 2>&1 || true; }
+cleanup() {
+  if [ "$was_up" = 1 ]; then
+    LOCALSTACK_AGENT_SANDBOX=$AGENT_SANDBOX_DEFAULT_VERSION hack/localstack/stack.sh up >/dev/null 2>&1 || true
+  else
+    hack/localstack/stack.sh down >/dev/null 2>&1 || true
+  fi
+}
 trap cleanup EXIT
+export LOCALSTACK_AGENT_SANDBOX=$AGENT_SANDBOX_DEFAULT_VERSION
 hack/localstack/stack.sh up >/dev/null
 go vet -tags e2e ./...
 # Packages that share the one local stack run one at a time (one of them stops and restarts the
@@ -20,3 +30,10 @@ stackpkgs=(./internal/localstack ./internal/e2e)
 mapfile -t others < <(go list ./... | grep -v -e '/internal/localstack$' -e '/internal/e2e$')
 go test -count=1 -timeout 20m "$@" "${others[@]}"
 hack/localstack/stack.sh exec go test -tags e2e -count=1 -timeout 45m -p 1 "$@" "${stackpkgs[@]}"
+# The compatibility run: the same stack restarted on the older agent-sandbox (its controller,
+# router, CRDs, daemons and example pools), and every tool through every connection type, over
+# stdio and HTTP.
+export LOCALSTACK_AGENT_SANDBOX=$AGENT_SANDBOX_COMPAT_VERSION
+echo "test.sh: compatibility run on agent-sandbox $LOCALSTACK_AGENT_SANDBOX" >&2
+hack/localstack/stack.sh up >/dev/null
+hack/localstack/stack.sh exec go test -tags e2e -count=1 -timeout 15m "$@" -run '^TestEveryToolEveryConnection$' ./internal/e2e

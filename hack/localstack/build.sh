@@ -15,7 +15,8 @@ build "$here/build/kube" "$KUBE_BIN" "$(kube_ldflags)" \
   k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager=kube-controller-manager
 
-build "$here/build/sandbox" "$SANDBOX_BIN" "-s -w" \
+[ -f "$SANDBOX_MOD/go.mod" ] || { echo "localstack: error: no build module for agent-sandbox $AGENT_SANDBOX_VERSION ($SANDBOX_MOD); supported: $AGENT_SANDBOX_DEFAULT_VERSION, $AGENT_SANDBOX_COMPAT_VERSION" >&2; exit 1; }
+build "$SANDBOX_MOD" "$SANDBOX_BIN" "-s -w" \
   sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller=agent-sandbox-controller \
   sigs.k8s.io/agent-sandbox/packages/sandboxd/cmd/sandboxd=sandboxd \
   sigs.k8s.io/agent-sandbox/sandbox-router/cmd=sandbox-router

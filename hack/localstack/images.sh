@@ -396,7 +396,7 @@ rm -rf "$IMAGES_DIR"/.work.* "$IMAGES_DIR"/.mkimage-* "$IMAGES_DIR"/*.tar.tmp "$
 tools_key=$( { sha256sum <"$here/images.sh"; tree_hash "$mod" \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum \); go version; } | hash)
 sbx_mod=""
 if [[ " $wanted " == *" python-runtime "* ]]; then
-  sbx_mod=$(cd "$here/build/sandbox" && go list -m -f '{{.Dir}}' sigs.k8s.io/agent-sandbox) && [ -d "$sbx_mod" ] ||
+  sbx_mod=$(cd "$SANDBOX_MOD" && go list -m -f '{{.Dir}}' sigs.k8s.io/agent-sandbox) && [ -d "$sbx_mod" ] ||
     die "sigs.k8s.io/agent-sandbox $AGENT_SANDBOX_VERSION is not in the module cache: run hack/localstack/build.sh"
 fi
 key_of() { # <image>: the cache key of its tarball

@@ -117,9 +117,13 @@ import_images() {
   echo "$out" >"$RUN/images"
 }
 
-# image_names sets COREDNS_IMAGE and METRICS_SERVER_IMAGE from what import_images imported.
+# image_names sets COREDNS_IMAGE, METRICS_SERVER_IMAGE, SANDBOXD_IMAGE and PYTHON_IMAGE from
+# what import_images imported.
 image_names() {
   COREDNS_IMAGE=$(awk '$1 ~ /\/coredns:/ {print $1}' "$RUN/images")
   METRICS_SERVER_IMAGE=$(awk '$1 ~ /\/metrics-server:/ {print $1}' "$RUN/images")
-  [ -n "$COREDNS_IMAGE" ] && [ -n "$METRICS_SERVER_IMAGE" ] || die "images.sh built no coredns or metrics-server image"
+  SANDBOXD_IMAGE=$(awk '$1 ~ /\/sandboxd:/ {print $1}' "$RUN/images")
+  PYTHON_IMAGE=$(awk '$1 ~ /\/python-runtime:/ {print $1}' "$RUN/images")
+  [ -n "$COREDNS_IMAGE" ] && [ -n "$METRICS_SERVER_IMAGE" ] && [ -n "$SANDBOXD_IMAGE" ] && [ -n "$PYTHON_IMAGE" ] ||
+    die "images.sh built no coredns, metrics-server, sandboxd or python-runtime image"
 }

@@ -34,7 +34,17 @@ repo=$(cd "$here/../.." && pwd)
 . "$here/node-down.sh"
 
 ADDONS=$here/manifests/addons
-POOLS=$repo/deploy/examples/sandbox-pools.yaml
+# The example pools of the agent-sandbox version the stack runs, and that version's controller
+# flags: v0.5 registers a conversion webhook unless told not to (the CRDs here convert nothing);
+# v1.0 has no webhook and no such flag.
+case $AGENT_SANDBOX_VERSION in
+v0.5.*)
+  POOLS=$repo/deploy/examples/sandbox-pools-v0.5.yaml
+  CONTROLLER_FLAGS=(--enable-webhook=false) ;;
+*)
+  POOLS=$repo/deploy/examples/sandbox-pools.yaml
+  CONTROLLER_FLAGS=() ;;
+esac
 
 preflight() {
   [ "$(id -u)" = 0 ] || die "needs root: the node runs containers and owns a network namespace"
@@ -73,6 +83,9 @@ start_bridge() {
   echo "$! $(starttime $!)" >"$PIDS/api-bridge.pid"
 }
 
+# running_version prints the agent-sandbox version the running stack was brought up on.
+running_version() { sed -n 's/^AGENT_SANDBOX_VERSION=//p' "$RUN/env" 2>/dev/null; }
+
 healthy() {
   local name
   for name in $COMPONENTS; do live_pid "$name" >/dev/null || return 1; done
@@ -101,9 +114,15 @@ cmd_up() {
   while [ -f "$RUN/apiserver-stopped" ] && [ $SECONDS -lt $until ]; do sleep 0.5; done
   rm -f "$RUN/apiserver-stopped"
   if healthy; then
-    log "already up and healthy"
-    cmd_env_print
-    return 0
+    local running
+    running=$(running_version)
+    if [ "$running" = "$AGENT_SANDBOX_VERSION" ]; then
+      log "already up and healthy"
+      cmd_env_print
+      return 0
+    fi
+    in_stack_netns && die "the stack runs agent-sandbox ${running:-(unknown)}, not $AGENT_SANDBOX_VERSION: run LOCALSTACK_AGENT_SANDBOX=$AGENT_SANDBOX_VERSION hack/localstack/stack.sh up from the host"
+    log "restarting on agent-sandbox $AGENT_SANDBOX_VERSION (it runs ${running:-an unknown version})"
   fi
   in_stack_netns && die "the stack is not healthy: run hack/localstack/stack.sh up from the host"
   stop_all
@@ -114,8 +133,8 @@ cmd_up() {
   make_pki
   write_node_configs
   local sbx_mod gw_mod
-  sbx_mod=$(cd "$here/build/sandbox" && go list -m -f '{{.Dir}}' sigs.k8s.io/agent-sandbox)
-  gw_mod=$(cd "$here/build/sandbox" && go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" |
+  sbx_mod=$(cd "$SANDBOX_MOD" && go list -m -f '{{.Dir}}' sigs.k8s.io/agent-sandbox)
+  gw_mod=$(cd "$SANDBOX_MOD" && go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [ -d "$gw_mod/config/crd/standard" ] || die "gateway-api $GATEWAY_API_VERSION CRDs not found"
 
@@ -153,7 +172,7 @@ cmd_up() {
   start kube-proxy "$NODE_BIN/kube-proxy" --config="$NODE_DIR/proxy/config.yaml" --v=1
   kubectl wait --for=condition=Established --timeout=30s crd --all >/dev/null
   start agent-sandbox-controller "$SANDBOX_BIN/agent-sandbox-controller" --kubeconfig="$KUBECONFIG" \
-    --extensions --leader-elect=false --enable-webhook=false \
+    --extensions --leader-elect=false "${CONTROLLER_FLAGS[@]}" \
     --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081
   start sandbox-router "$SANDBOX_BIN/sandbox-router" --kubeconfig="$KUBECONFIG" \
     --http-bind-address="$ROUTER_IP:80" --metrics-bind-address="$ROUTER_IP:9090" \
@@ -254,6 +273,9 @@ write_env() {
     echo "GATEWAY_NAMESPACE=default"
     echo "GATEWAY_ADDRESS=$ROUTER_IP"
     echo "K8S_SANDBOX_DNS_SERVER=$DNS_IP:53"
+    echo "AGENT_SANDBOX_VERSION=$AGENT_SANDBOX_VERSION"
+    echo "SANDBOXD_IMAGE=$SANDBOXD_IMAGE"
+    echo "PYTHON_IMAGE=$PYTHON_IMAGE"
     echo "SANDBOXD_POOL=sandboxd-pool"
     echo "PYTHON_POOL=python-pool"
     echo "POOLS_MANIFEST=$POOLS"
@@ -267,7 +289,7 @@ write_env() {
 
 cmd_env_print() {
   cat <<EOC
-# Local agent-sandbox stack ($RUN). Warm pools in namespace default (deploy/examples):
+# Local agent-sandbox stack ($RUN), agent-sandbox $AGENT_SANDBOX_VERSION. Warm pools in namespace default ($POOLS):
 # python-pool (python runtime, port 8888; gateway/direct/in-cluster) and
 # sandboxd-pool (sandboxd REST 8080 + gRPC 9090; sandboxd-in-cluster).
 # Pod addresses exist in the stack's network namespace only: run the server there with

@@ -1,11 +1,18 @@
 # Versions of everything the local stack builds; the cache folders are keyed by them.
 KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
-AGENT_SANDBOX_VERSION=v0.5.6
+# agent-sandbox: the stack runs AGENT_SANDBOX_VERSION, by default what users run; hack/test.sh's
+# compatibility run brings the same stack up on AGENT_SANDBOX_COMPAT_VERSION
+# (LOCALSTACK_AGENT_SANDBOX=v0.5.6 hack/localstack/stack.sh up). Each version is built from its
+# own module, build/sandbox-<version>, and claims from its own example pools.
+AGENT_SANDBOX_DEFAULT_VERSION=v1.0.1
+AGENT_SANDBOX_COMPAT_VERSION=v0.5.6
+AGENT_SANDBOX_VERSION=${LOCALSTACK_AGENT_SANDBOX:-$AGENT_SANDBOX_DEFAULT_VERSION}
 GATEWAY_API_VERSION=v1.6.3
 LOCALSTACK_CACHE=${K8S_SANDBOX_MCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-sandbox-mcp}
 KUBE_BIN=$LOCALSTACK_CACHE/bin/kube-$KUBE_VERSION-etcd-$ETCD_VERSION
 SANDBOX_BIN=$LOCALSTACK_CACHE/bin/agent-sandbox-$AGENT_SANDBOX_VERSION
+SANDBOX_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build/sandbox-$AGENT_SANDBOX_VERSION
 # The real node (kubelet + containerd + runc), cluster DNS and metrics; images built on the machine.
 CONTAINERD_VERSION=v2.4.2
 COREDNS_VERSION=v1.12.4

@@ -15,8 +15,6 @@ import (
 var customEnv = []string{"K8S_SANDBOX_CUSTOM_SANDBOXES__ALLOWED_IMAGES=localhost/k8s-sandbox-mcp/*",
 	"K8S_SANDBOX_CUSTOM_SANDBOXES__MAX_CPU_MILLICORES=1000", "K8S_SANDBOX_CUSTOM_SANDBOXES__MAX_MEMORY_MIB=1024"}
 
-const pythonImage = "localhost/k8s-sandbox-mcp/python-runtime:v0.5.6"
-
 // TestCreateToOrder: create_sandbox with image, cpus and memory runs in a pod with those limits,
 // through a template and pool derived from the warm pool's; the same shape reuses them, an image
 // outside the allowlist is refused, and a derived pool unused for the TTL is deleted.
@@ -25,7 +23,7 @@ func TestCreateToOrder(t *testing.T) {
 	ns := stack.Namespace(t)
 	c := connections()[2] // python runtime by pod IP
 	s := stdioSession(t, append(append([]string{"K8S_SANDBOX_CUSTOM_SANDBOXES__UNUSED_TTL_SECONDS=60"}, customEnv...), c.env...), "")
-	shape := map[string]any{"warmpool": c.pool, "namespace": ns.Name, "image": pythonImage, "cpus": 0.5, "memory": 256}
+	shape := map[string]any{"warmpool": c.pool, "namespace": ns.Name, "image": stack.Env["PYTHON_IMAGE"], "cpus": 0.5, "memory": 256}
 	first := call[createResult](t, s, "create_sandbox", shape)
 	if first.CustomPool == "" {
 		t.Fatalf("no custom_pool in %+v", first)

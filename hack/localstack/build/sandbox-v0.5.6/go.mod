@@ -1,4 +1,4 @@
-module github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/hack/localstack/build/sandbox
+module github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/hack/localstack/build/sandbox-v0.5.6
 
 go 1.26.0
 
