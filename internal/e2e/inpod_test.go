@@ -93,7 +93,9 @@ func TestServerAsAPod(t *testing.T) {
 			if err != nil {
 				t.Fatalf("connecting to the server's Service: %v", err)
 			}
-			scenario(t, cs, "default", s.pool)
+			// Two replicas behind the Service: the one that did not delete learns of it by its
+			// watch, as TestReplicas allows.
+			scenarioWith(t, cs, "default", s.pool, 5*time.Second)
 		})
 	}
 

@@ -5,6 +5,7 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -68,18 +69,25 @@ func TestMetricsRiseUnderLoad(t *testing.T) {
 	burn := call[processInfo](t, s, "start_process", with(map[string]any{"command": "python3",
 		"args": []any{"-c", "b = b'x' * (300 << 20)\nwhile True: pass"}}))
 	defer call[map[string]any](t, s, "signal_process", with(map[string]any{"process_id": burn.ProcessID, "signal": "KILL"}))
+	// A busy loop's share of the node depends on what else runs (the pod requests 25m), so the
+	// CPU figure must clearly rise over the idle base rather than reach a fixed share; the
+	// memory held is deterministic.
+	wantCPU := max(2**base.CPUMillicores, *base.CPUMillicores+100)
+	risen := func(r metricsRow) bool {
+		return r.Source == "metrics.k8s.io" && r.CPUMillicores != nil && r.MemoryBytes != nil &&
+			*r.CPUMillicores >= wantCPU && *r.MemoryBytes >= *base.MemoryBytes+250<<20
+	}
 	var last metricsRow
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		last = one()
-		if last.Source == "metrics.k8s.io" && *last.CPUMillicores >= 500 && *last.MemoryBytes >= *base.MemoryBytes+250<<20 {
+		if last = one(); risen(last) {
 			break
 		}
 		time.Sleep(5 * time.Second)
 	}
-	if last.Source != "metrics.k8s.io" || *last.CPUMillicores < 500 || *last.MemoryBytes < *base.MemoryBytes+250<<20 {
-		t.Fatalf("metrics did not rise within 2 minutes under load (base cpu %dm, memory %d): %+v cpu %v memory %v",
-			*base.CPUMillicores, *base.MemoryBytes, last, *last.CPUMillicores, *last.MemoryBytes)
+	if !risen(last) {
+		t.Fatalf("metrics did not rise within 3 minutes under load (base cpu %dm, memory %d; want cpu >= %dm): %+v cpu %s memory %s",
+			*base.CPUMillicores, *base.MemoryBytes, wantCPU, last, ptr(last.CPUMillicores), ptr(last.MemoryBytes))
 	}
 
 	// Every namespace of the allowlist, from another server process with the same owner.
@@ -88,4 +96,12 @@ func TestMetricsRiseUnderLoad(t *testing.T) {
 	if len(all.Sandboxes) != 1 || all.Sandboxes[0].SandboxClaimName != created.SandboxClaimName || !all.Sandboxes[0].complete() {
 		t.Errorf(`namespace "*": %+v`, all)
 	}
+}
+
+// ptr prints a figure that may be missing (the cgroup fallback has no CPU figure).
+func ptr(v *int64) string {
+	if v == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*v, 10)
 }

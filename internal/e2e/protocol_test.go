@@ -79,12 +79,16 @@ func TestProgress(t *testing.T) {
 			exec := &mcp.CallToolParams{Name: "execute_command", Arguments: map[string]any{"sandbox_claim_name": claim, "namespace": ns.Name,
 				"command": "for i in 1 2 3; do echo step$i; sleep 1; done; sleep 2; echo done"}}
 			exec.SetProgressToken(42)
+			began := time.Now()
 			if res, err := cs.CallTool(t.Context(), exec); err != nil || res.IsError {
 				t.Fatalf("exec: %v", err)
 			}
+			// The ceiling follows the call's own duration: a loaded node stretches the 5 s
+			// command, and the cadence (one per 2 s) is what is proved, not the node's speed.
+			took := time.Since(began)
 			ev := pc.get("42")
-			if len(ev) < 2 || len(ev) > 4 {
-				t.Errorf("a 5 s command sent %d heartbeats, want about one per 2 s: %v", len(ev), messages(ev))
+			if most := int(took/(2*time.Second)) + 1; len(ev) < 2 || len(ev) > most {
+				t.Errorf("a command of %v sent %d heartbeats, want 2 to %d (one per 2 s): %v", took, len(ev), most, messages(ev))
 			}
 			sawLine := false
 			for i, e := range ev {

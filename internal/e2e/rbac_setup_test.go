@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
@@ -201,8 +203,16 @@ type identity struct{ kubeconfig, user string }
 func applyShipped(t *testing.T, m deployManifests, ns string) {
 	t.Helper()
 	ctx := t.Context()
-	_, err := stack.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.sa.Namespace}}, metav1.CreateOptions{})
-	if err == nil || apierrors.IsAlreadyExists(err) {
+	// TestServerAsAPod deletes this namespace before; it may still be terminating.
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		cur, err := stack.Kube.CoreV1().Namespaces().Get(ctx, m.sa.Namespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = stack.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.sa.Namespace}}, metav1.CreateOptions{})
+			return err == nil, nil
+		}
+		return err == nil && cur.DeletionTimestamp == nil, nil
+	})
+	if err == nil {
 		_, err = stack.Kube.CoreV1().ServiceAccounts(m.sa.Namespace).Create(ctx, &m.sa, metav1.CreateOptions{})
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {

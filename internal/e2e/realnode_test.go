@@ -130,17 +130,19 @@ func TestPodDeletedMidCommandIsAClearError(t *testing.T) {
 				took    time.Duration
 			}
 			done := make(chan outcome, 1)
+			marker := fmt.Sprintf("sleep 300.%d", time.Now().UnixNano()%1e9)
 			go func() {
 				start := time.Now()
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_command", Arguments: map[string]any{
-					"sandbox_claim_name": created.SandboxClaimName, "namespace": ns.Name, "command": "sleep 300", "timeout": 600}})
+					"sandbox_claim_name": created.SandboxClaimName, "namespace": ns.Name, "command": marker, "timeout": 600}})
 				if err != nil {
 					done <- outcome{text: "protocol error: " + err.Error(), took: time.Since(start)}
 					return
 				}
 				done <- outcome{text: resultText(res), isError: res.IsError, took: time.Since(start)}
 			}()
-			time.Sleep(2 * time.Second) // the command is running
+			// The pod goes while the command runs, not before it started.
+			waitFor(t, time.Minute, func() bool { return len(processes(marker)) > 0 })
 			if err := stack.Kube.CoreV1().Pods(ns.Name).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}

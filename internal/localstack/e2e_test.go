@@ -152,12 +152,13 @@ func TestPythonRuntimeExecutesAndUploadsIntoItsOwnAppDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	baseA, baseB := "http://"+a.PodIP()+":8888", "http://"+b.PodIP()+":8888"
+	dir := baseDir(a.Pod)
 	r := pyExecute(ctx, t, baseA, nil, "id -u")
 	if uid := strings.TrimSpace(r.Stdout); r.ExitCode != 0 || uid == "0" || uid == "" {
 		t.Errorf("python /execute id -u: %+v, want an unprivileged uid", r)
 	}
-	if r := pyExecute(ctx, t, baseA, nil, "pwd"); strings.TrimSpace(r.Stdout) != "/app" {
-		t.Errorf("python runtime cwd %q, want /app", r.Stdout)
+	if r := pyExecute(ctx, t, baseA, nil, "pwd"); strings.TrimSpace(r.Stdout) != dir {
+		t.Errorf("python runtime cwd %q, want %s", r.Stdout, dir)
 	}
 	pyUpload(ctx, t, baseA, "note.txt", []byte("only in A"))
 	if code, body := httpDo(ctx, t, http.MethodGet, baseA+"/download/note.txt", nil); code != 200 || string(body) != "only in A" {
@@ -166,12 +167,25 @@ func TestPythonRuntimeExecutesAndUploadsIntoItsOwnAppDir(t *testing.T) {
 	if _, body := httpDo(ctx, t, http.MethodGet, baseB+"/exists/note.txt", nil); !strings.Contains(string(body), `"exists":false`) {
 		t.Errorf("B sees A's upload: %s", body)
 	}
-	if r := pyExecute(ctx, t, baseA, nil, "cat /app/note.txt"); r.Stdout != "only in A" {
-		t.Errorf("upload not in A's /app: %+v", r)
+	if r := pyExecute(ctx, t, baseA, nil, "cat "+dir+"/note.txt"); r.Stdout != "only in A" {
+		t.Errorf("upload not in A's %s: %+v", dir, r)
 	}
-	if r := pyExecute(ctx, t, baseB, nil, "ls /app/note.txt"); r.ExitCode == 0 {
-		t.Errorf("upload visible in B's /app: %+v", r)
+	if r := pyExecute(ctx, t, baseB, nil, "ls "+dir+"/note.txt"); r.ExitCode == 0 {
+		t.Errorf("upload visible in B's %s: %+v", dir, r)
 	}
+}
+
+// baseDir is where the python runtime keeps its files: SANDBOX_BASE_DIR from v1.0 (the
+// example pools set it), /app before it.
+func baseDir(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == "SANDBOX_BASE_DIR" {
+				return e.Value
+			}
+		}
+	}
+	return "/app"
 }
 
 func TestDeletingClaimStopsProcessesAndPoolRefills(t *testing.T) {
@@ -301,7 +315,8 @@ func TestMetricsAPIReportsSandboxPods(t *testing.T) {
 		if last = json.Unmarshal(b, &m); last != nil {
 			return false, nil
 		}
-		return len(m.Containers) == 2, nil
+		// Every container is measured: the forwarder too where v0.5's pools have one.
+		return len(m.Containers) == len(c.Pod.Spec.Containers), nil
 	})
 	if err != nil {
 		t.Fatalf("GET %s: %v (last: %v)", path, err, last)
