@@ -23,8 +23,9 @@ apt_missing() {
 
 if [ "${1:-}" = node ]; then
   # The node's runtime (runc), pod networking (CNI bridge, host-local, loopback plugins under
-  # /usr/lib/cni; ip for the stack's network namespace; nsenter; socat bridges the API server into it) and kube-proxy's rules.
-  apt_missing runc containernetworking-plugins iproute2 util-linux mount iptables nftables socat
+  # /usr/lib/cni; ip for the stack's network namespace; nsenter; socat bridges the API server into it), kube-proxy's
+  # rules and kube-router's NetworkPolicy rules (iptables, ipset).
+  apt_missing runc containernetworking-plugins iproute2 util-linux mount iptables nftables socat ipset
   exit 0
 fi
 

@@ -48,6 +48,7 @@ type options struct {
 	idle       time.Duration
 	apiUser    string // for APIError messages
 	qps, burst int    // ratelimit.go
+	metadata   *MetadataPolicy
 }
 
 func defaultOptions() options {

@@ -43,6 +43,7 @@ type Client struct {
 	stopRec  func()
 	ownerKey string
 	cache    *watchCache // nil: every read goes to the API
+	metadata MetadataPolicy
 
 	// Replaceable in tests for deterministic names and timestamps.
 	now     func() time.Time
@@ -86,6 +87,9 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 		return nil, fmt.Errorf("building dynamic client: %w", err)
 	}
 	c := NewFromClients(ext, core, dyn, ownerLabelKey)
+	if o.metadata != nil {
+		c.metadata = *o.metadata
+	}
 	if c.metrics, err = metricsclientset.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("building metrics client: %w", err)
 	}
@@ -133,6 +137,7 @@ func NewFromClients(ext extclientset.Interface, core sandboxclientset.Interface,
 		core:     core,
 		dyn:      dyn,
 		ownerKey: ownerLabelKey,
+		metadata: DefaultMetadataPolicy(),
 		now:      time.Now,
 		newName:  randomClaimName,
 	}

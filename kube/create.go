@@ -191,6 +191,7 @@ func (c *Client) validate(req CreateRequest) error {
 			errs = append(errs, fmt.Errorf("label %q is reserved for ownership", k))
 		}
 	}
+	errs = append(errs, c.checkMetadata(req)...)
 	if req.Principal != "" && !ValidLabelValue(req.Principal) {
 		errs = append(errs, fmt.Errorf("principal %q is not a valid label value", req.Principal))
 	}

@@ -35,7 +35,7 @@ func TestCreateBuildsClaim(t *testing.T) {
 		{
 			name: "labels lifecycle and pod metadata",
 			req: CreateRequest{
-				Labels:         map[string]string{"team": "a", "agents.x-k8s.io/created-by": "someone-else"},
+				Labels:         map[string]string{"team": "a"},
 				ShutdownAfter:  ptr(90 * time.Second),
 				PodLabels:      map[string]string{"sandbox.users.io/x": "y"},
 				PodAnnotations: map[string]string{"example.com/note": "free text"},
@@ -123,6 +123,14 @@ func TestCreateValidation(t *testing.T) {
 		{"bad pod label key", func(r *CreateRequest) { r.PodLabels = map[string]string{"a/b/c": "v"} }, `pod label key "a/b/c"`},
 		{"bad pod label value", func(r *CreateRequest) { r.PodLabels = map[string]string{"sandbox.users.io/k": strings.Repeat("x", 64)} }, "pod label"},
 		{"bad pod annotation key", func(r *CreateRequest) { r.PodAnnotations = map[string]string{"no spaces": "v"} }, "pod annotation key"},
+		{"server's domain in labels", func(r *CreateRequest) { r.Labels = map[string]string{"mcp.k8s-agent-sandbox/principal": "x"} }, "reserved for the server"},
+		{"controller's domain in labels", func(r *CreateRequest) { r.Labels = map[string]string{"agents.x-k8s.io/created-by": "x"} }, "domain agents.x-k8s.io"},
+		{"controller's subdomain in pod labels", func(r *CreateRequest) { r.PodLabels = map[string]string{"extensions.agents.x-k8s.io/x": "y"} }, "domain agents.x-k8s.io"},
+		{"server's domain in pod annotations", func(r *CreateRequest) { r.PodAnnotations = map[string]string{"mcp.k8s-agent-sandbox/ports": "{}"} }, "reserved"},
+		{"multus network annotation", func(r *CreateRequest) {
+			r.PodAnnotations = map[string]string{"k8s.v1.cni.cncf.io/networks": "macvlan"}
+		}, `pod annotation "k8s.v1.cni.cncf.io/networks": this server refuses it`},
+		{"istio injection label", func(r *CreateRequest) { r.PodLabels = map[string]string{"sidecar.istio.io/inject": "true"} }, "networking, mesh or security"},
 		{"zero shutdown", func(r *CreateRequest) { r.ShutdownAfter = ptr(time.Duration(0)) }, "shutdown"},
 		{"negative shutdown", func(r *CreateRequest) { r.ShutdownAfter = ptr(-time.Minute) }, "shutdown"},
 	}

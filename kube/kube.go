@@ -89,6 +89,10 @@ type Claim struct {
 // DefaultMaxVolumeSize caps CreateRequest.VolumeSize unless the operator sets another cap.
 const DefaultMaxVolumeSize = "10Gi"
 
+// MinVolumeSize is the smallest CreateRequest.VolumeSize: below it no filesystem holds a
+// workspace, and a quantity such as "1e-3" (a thousandth of a byte) is a mistake.
+const MinVolumeSize = "1Mi"
+
 // WorkspaceVolume is the pod volume a template declares for the workspace: the one
 // CreateRequest.VolumeSize replaces with a persistent volume.
 const WorkspaceVolume = "workspace"

@@ -63,9 +63,9 @@ func createTool(d Deps) server.ServerTool {
 			"memory": d.memoryProp(),
 			"volume_size": prop{"type": "string", "minLength": 1, "maxLength": 32,
 				"description": fmt.Sprintf("Size of a persistent volume for the sandbox's workspace, a Kubernetes quantity such as \"2Gi\" "+
-					"(at most %s). It replaces the template's %q volume, survives a restart of the sandbox's pod and is deleted "+
+					"(%s to %s). It replaces the template's %q volume, survives a restart of the sandbox's pod and is deleted "+
 					"with the sandbox; the answer's volume_path says where it is mounted. Like env, only where the template allows "+
-					"it (list_sandbox_templates: volumes Allowed or Overrides), and the sandbox starts fresh.", d.maxVolumeSizeText(), kube.WorkspaceVolume)},
+					"it (list_sandbox_templates: volumes Allowed or Overrides), and the sandbox starts fresh.", kube.MinVolumeSize, d.maxVolumeSizeText(), kube.WorkspaceVolume)},
 		})),
 		outputSchema[CreateResult](),
 		hints(false, false, false),
@@ -230,6 +230,9 @@ func (d Deps) volumeSize(s string) (resource.Quantity, error) {
 	}
 	if q.Cmp(d.maxVolumeSize()) > 0 {
 		return resource.Quantity{}, badInput("volume_size %s is more than this server allows (%s); ask for less", s, d.maxVolumeSizeText())
+	}
+	if q.Cmp(resource.MustParse(kube.MinVolumeSize)) < 0 {
+		return resource.Quantity{}, badInput("volume_size %s is less than the smallest volume this server creates (%s); ask for e.g. \"1Gi\"", s, kube.MinVolumeSize)
 	}
 	return q, nil
 }

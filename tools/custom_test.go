@@ -87,6 +87,8 @@ func TestCreateVolume(t *testing.T) {
 		{size: "11Gi", wantErr: "volume_size 11Gi is more than this server allows (10Gi); ask for less"},
 		{size: "0", wantErr: `volume_size "0" is not a positive Kubernetes quantity`},
 		{size: "two gigs", wantErr: "volume_size"},
+		{size: "1e-3", wantErr: "volume_size 1e-3 is less than the smallest volume this server creates (1Mi)"},
+		{size: "1Mi", want: "1Mi"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.size, func(t *testing.T) {

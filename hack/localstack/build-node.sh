@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real node's binaries into $NODE_BIN, a cache outside the clone keyed by versions
-# (kubelet, kube-proxy and kube-scheduler, containerd with ctr and the runc shim, CoreDNS, metrics-server), and
+# (kubelet, kube-proxy and kube-scheduler, containerd with ctr and the runc shim, CoreDNS, metrics-server;
+# kube-router in its own folder, $KUBE_ROUTER_BIN), and
 # installs the Debian packages the node runs with (runc, CNI plugins, iptables: hack/deps.sh node).
 # Every binary comes from a nested module under build/ that pins it. Skips what exists.
 # Not run by hack/test.sh or build.sh yet: nothing uses the node until the stack runs it.
@@ -35,6 +36,10 @@ CGO_ENABLED=0 BUILD_HINT="cold: a few minutes" \
 CGO_ENABLED=0 BUILD_HINT="cold: a few minutes" \
   build "$here/build/metrics-server" "$NODE_BIN" "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
   sigs.k8s.io/metrics-server/cmd/metrics-server=metrics-server
+
+CGO_ENABLED=0 BUILD_HINT="cold: about 4 min" \
+  build "$here/build/kube-router" "$KUBE_ROUTER_BIN" "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
+  github.com/cloudnativelabs/kube-router/v2/cmd/kube-router=kube-router
 
 # Built like the control plane (same module, flags and cgo setting as build.sh), so the
 # packages they share with kube-apiserver come from go's build cache.

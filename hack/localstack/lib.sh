@@ -26,7 +26,7 @@ NODE_RUN=/run/k8s-sandbox-mcp
 SOCK=$NODE_RUN/containerd.sock
 HOSTNET=$NODE_RUN/hostnet # a handle on the host's network namespace, for the API bridge
 # Start order; stop_all goes in reverse.
-COMPONENTS="etcd kube-apiserver api-bridge kube-controller-manager kube-scheduler containerd kubelet kube-proxy agent-sandbox-controller sandbox-router"
+COMPONENTS="etcd kube-apiserver api-bridge kube-controller-manager kube-scheduler containerd kubelet kube-proxy kube-router agent-sandbox-controller sandbox-router"
 
 log() { echo "localstack: $*" >&2; }
 die() { log "error: $*"; exit 1; }

@@ -19,4 +19,11 @@ COREDNS_VERSION=v1.12.4
 METRICS_SERVER_VERSION=v0.8.0
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 NODE_BIN=$LOCALSTACK_CACHE/bin/node-$KUBE_VERSION-containerd-$CONTAINERD_VERSION-coredns-$COREDNS_VERSION-metrics-$METRICS_SERVER_VERSION
+# NetworkPolicy enforcement: kube-router's network policy controller alone (no routing, no
+# service proxy), the one maintained engine that runs on this kernel (iptables and ipset;
+# kube-network-policies needs nftables' queue statement, which the kernel lacks). v2.1.0 is the
+# only version the module proxy serves; the advisories against it are in its service proxy,
+# which the stack does not run.
+KUBE_ROUTER_VERSION=v2.1.0
+KUBE_ROUTER_BIN=$LOCALSTACK_CACHE/bin/kube-router-$KUBE_ROUTER_VERSION
 IMAGES_DIR=$LOCALSTACK_CACHE/images

@@ -56,6 +56,8 @@ type Config struct {
 	MaxVolumeSize resource.Quantity
 	// Custom is the rule for create_sandbox's image, cpus and memory (CUSTOM_SANDBOXES__*).
 	Custom kube.CustomPolicy
+	// Metadata is the rule for create_sandbox's label and annotation keys (METADATA__*).
+	Metadata kube.MetadataPolicy
 	// Vars are every upper-cased variable seen, for packages that read their own settings.
 	Vars map[string]string
 	// Unknown lists K8S_SANDBOX_* variables nobody reads (likely typos), for a warning.
@@ -135,6 +137,7 @@ func Parse(vars map[string]string) (Config, error) {
 		p.fail("API_QPS", "with %sAPI_BURST: %v", Prefix, err)
 	}
 	c.Custom = p.custom()
+	c.Metadata = p.metadata()
 	c.MaxVolumeSize = p.quantity("MAX_VOLUME_SIZE", kube.DefaultMaxVolumeSize)
 	c.Connection = p.connection()
 	if p.err != nil {
@@ -248,6 +251,28 @@ func (p *parser) custom() kube.CustomPolicy {
 	c.MaxMemoryMiB = int64(p.integer("CUSTOM_SANDBOXES__MAX_MEMORY_MIB", kube.DefaultCustomMaxMemoryMiB, kube.MinCustomMemoryMiB, 1<<24))
 	c.UnusedTTL = time.Duration(p.integer("CUSTOM_SANDBOXES__UNUSED_TTL_SECONDS", int(kube.DefaultCustomUnusedTTL/time.Second), 60, 30*24*3600)) * time.Second
 	return c
+}
+
+// metadataNone is METADATA__DENIED_KEYS's value that denies no key (an empty value is unset).
+const metadataNone = "none"
+
+// metadata reads the key rule: DENIED_KEYS replaces the built-in list when set.
+func (p *parser) metadata() kube.MetadataPolicy {
+	m := kube.DefaultMetadataPolicy()
+	keys := func(name string) []string {
+		var out []string
+		for _, k := range strings.Split(p.str(name, ""), ",") {
+			if k = strings.TrimSpace(k); k != "" && k != metadataNone {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	m.Allowed = keys("METADATA__ALLOWED_KEYS")
+	if _, set := p.lookup("METADATA__DENIED_KEYS"); set {
+		m.Denied = keys("METADATA__DENIED_KEYS")
+	}
+	return m
 }
 
 // quantity reads a positive Kubernetes quantity such as 10Gi.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,6 +31,25 @@ func TestParse(t *testing.T) {
 				if len(c.AllowedNamespaces) != 2 || c.AllowedNamespaces[1] != "b" || c.MaxSandboxesPerOwner != 3 ||
 					c.MaxShutdownAfter != 600*time.Second || c.AllowNoShutdown || c.KeepOnSessionEnd {
 					t.Errorf("got %+v", c)
+				}
+			}},
+		{name: "metadata keys: the built-in denials by default", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},
+			check: func(t *testing.T, c Config) {
+				if !slices.Equal(c.Metadata.Denied, kube.DefaultDeniedMetadataKeys) || len(c.Metadata.Allowed) != 0 {
+					t.Errorf("metadata policy %+v", c.Metadata)
+				}
+			}},
+		{name: "metadata keys: the operator's lists", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster",
+			"K8S_SANDBOX_METADATA__ALLOWED_KEYS": "example.com/*, team", "K8S_SANDBOX_METADATA__DENIED_KEYS": "example.com/secret"},
+			check: func(t *testing.T, c Config) {
+				if !slices.Equal(c.Metadata.Allowed, []string{"example.com/*", "team"}) || !slices.Equal(c.Metadata.Denied, []string{"example.com/secret"}) {
+					t.Errorf("metadata policy %+v", c.Metadata)
+				}
+			}},
+		{name: "metadata keys: none denied", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_METADATA__DENIED_KEYS": "none"},
+			check: func(t *testing.T, c Config) {
+				if len(c.Metadata.Denied) != 0 {
+					t.Errorf("denied %v, want none", c.Metadata.Denied)
 				}
 			}},
 		{name: "no shutdown refused by default", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,5 +54,39 @@ func TestBadInputReachesTheModelAsOneSentence(t *testing.T) {
 	}
 	if len(claims.Items) != 0 {
 		t.Errorf("bad input created %d claims", len(claims.Items))
+	}
+}
+
+// TestCreateMetadataAndSizeRefused is issue 33 point 5: labels in the server's and
+// agent-sandbox's domains, pod metadata that would put the pod on another network or into a
+// mesh, and a volume of a thousandth of a byte were all accepted. Each is now an error naming
+// the key or the floor, and no claim reaches the cluster.
+func TestCreateMetadataAndSizeRefused(t *testing.T) {
+	t.Parallel()
+	ns := stack.Namespace(t)
+	conn := connections()[4]
+	s := stdioSession(t, conn.env, "")
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"labels": map[string]any{"mcp.k8s-agent-sandbox/principal": "someone"}}, `label "mcp.k8s-agent-sandbox/principal" is in the domain mcp.k8s-agent-sandbox`},
+		{map[string]any{"labels": map[string]any{"agents.x-k8s.io/created-by": "x"}}, "domain agents.x-k8s.io"},
+		{map[string]any{"pod_annotations": map[string]any{"k8s.v1.cni.cncf.io/networks": "macvlan-conf"}}, `pod annotation "k8s.v1.cni.cncf.io/networks": this server refuses it`},
+		{map[string]any{"pod_labels": map[string]any{"sidecar.istio.io/inject": "true"}}, `pod label "sidecar.istio.io/inject"`},
+		{map[string]any{"volume_size": "1e-3"}, "less than the smallest volume this server creates (1Mi)"},
+	} {
+		args := map[string]any{"warmpool": conn.pool, "namespace": ns.Name}
+		maps.Copy(args, c.args)
+		if got := callError(t, s, "create_sandbox", args); !strings.Contains(got, c.want) {
+			t.Errorf("create_sandbox %v:\n got: %s\nwant it to contain: %s", c.args, got, c.want)
+		}
+	}
+	claims, err := stack.Extensions.ExtensionsV1beta1().SandboxClaims(ns.Name).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 0 {
+		t.Errorf("refused creates left %d claims", len(claims.Items))
 	}
 }

@@ -160,3 +160,37 @@ func TestPodDeletedMidCommandIsAClearError(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphansAreReaped is issue 33 point 6: background jobs whose shell had exited became
+// zombies (201 of them in an attack run), because the runtime, the container's first process,
+// never waits for children it did not start. The templates share the pod's process namespace,
+// so the pause container is PID 1 and reaps them.
+func TestOrphansAreReaped(t *testing.T) {
+	t.Parallel()
+	ns := stack.Namespace(t)
+	for _, c := range runtimes() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cs := stdioSession(t, c.env, "")
+			created := call[createResult](t, cs, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns.Name})
+			with := sandboxArgs(created.SandboxClaimName, ns.Name)
+			orphans := call[execResult](t, cs, "execute_command", with(map[string]any{
+				"command": "for i in $(seq 50); do (sleep 0.2 &); done; echo started"}))
+			if orphans.ExitCode != 0 || orphans.Stdout != "started\n" {
+				t.Fatalf("starting orphans: %+v", orphans)
+			}
+			// Zombies are state Z in /proc/<pid>/stat; the orphans' sleeps end within 0.2 s.
+			count := `n=0; for f in /proc/[0-9]*/stat; do s=$(cat "$f" 2>/dev/null) || continue; s=${s##*) }; [ "${s%% *}" = Z ] && n=$((n+1)); done; echo $n`
+			var zombies string
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+				zombies = call[execResult](t, cs, "execute_command", with(map[string]any{"command": count})).Stdout
+				if zombies == "0\n" || time.Now().After(deadline) {
+					break
+				}
+			}
+			if zombies != "0\n" {
+				t.Errorf("%s zombies left 30 s after 50 orphans exited, want 0", strings.TrimSpace(zombies))
+			}
+		})
+	}
+}
