@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -221,8 +222,8 @@ func testArchives(t *testing.T, newConn NewConn) {
 	}
 }
 
-// archiveOf is a tar of the entries (a name ending in / is a directory), gzip-compressed
-// with zip.
+// archiveOf is a tar of the entries (a name ending in / is a directory, its body its octal
+// mode if not 755), gzip-compressed with zip.
 func archiveOf(t *testing.T, zip bool, entries ...[2]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -236,9 +237,19 @@ func archiveOf(t *testing.T, zip bool, entries ...[2]string) []byte {
 		h := &tar.Header{Name: e[0], Mode: 0o644, Typeflag: tar.TypeReg, Size: int64(len(e[1]))}
 		if strings.HasSuffix(e[0], "/") {
 			h.Typeflag, h.Mode, h.Size = tar.TypeDir, 0o755, 0
+			if e[1] != "" {
+				mode, err := strconv.ParseInt(e[1], 8, 32)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.Mode = mode
+			}
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
 		}
 		if _, err := tw.Write([]byte(e[1])); err != nil {
 			t.Fatal(err)
@@ -290,6 +301,7 @@ func testArchivesAtomic(t *testing.T, newConn NewConn) {
 		{"escaping last entry into an existing directory", archiveOf(t, true, [2]string{"README", "new\n"}, [2]string{"new.txt", "n\n"}, [2]string{"../evil", "e\n"}), "proj", nil},
 		{"escaping last entry into a new directory", archiveOf(t, false, [2]string{"a", "a\n"}, [2]string{"../evil", "e\n"}), "fresh/deep", nil},
 		{"escaping last entry into the working directory", archiveOf(t, false, [2]string{"a", "a\n"}, [2]string{"../evil", "e\n"}), ".", nil},
+		{"read-only directory, then an escaping entry", archiveOf(t, false, [2]string{"ro/", "555"}, [2]string{"ro/f", "f\n"}, [2]string{"../evil", "e\n"}), "proj", nil},
 		{"a file over a directory holding files", archiveOf(t, false, [2]string{"new.txt", "n\n"}, [2]string{"keep", "k\n"}), "proj", workspace.ErrDirInTheWay},
 	} {
 		err := unpack(tc.data, tc.dir)
@@ -306,6 +318,16 @@ func testArchivesAtomic(t *testing.T, newConn NewConn) {
 	if got := e.mustSh("cd proj && find . | LC_ALL=C sort && cat README keep/f sub/x; ls -A .. | grep -c k8s-sandbox-mcp || true"); got !=
 		".\n./README\n./keep\n./keep/f\n./new.txt\n./sub\n./sub/x\nnew\nold\nx\n0\n" {
 		t.Fatalf("merged into an existing directory (its other files kept, no partial directory left): %q", got)
+	}
+	readOnly := archiveOf(t, false, [2]string{"ro/", "555"}, [2]string{"ro/f", "f\n"}, [2]string{"ro/g/", "500"}, [2]string{"ro/g/h", "h\n"})
+	for _, dir := range []string{"proj", "fresh"} {
+		if err := unpack(readOnly, dir); err != nil {
+			t.Fatalf("read-only directories into %s: %v", dir, err)
+		}
+		if got := e.mustSh("stat -c %a " + dir + "/ro " + dir + "/ro/g; cat " + dir + "/ro/g/h"); got != "555\n500\nh\n" {
+			t.Fatalf("read-only directories into %s keep their modes: %q", dir, got)
+		}
+		e.mustSh("chmod -R u+w " + dir + "/ro && rm -r " + dir + "/ro")
 	}
 	if err := unpack(archiveOf(t, false, [2]string{"top.txt", "t\n"}), "."); err != nil {
 		t.Fatal(err)

@@ -47,14 +47,19 @@ const partialDir = `p=$d; while [ ! -d "$p" ]; do p=$(dirname -- "$p"); done; w=
 const unpackScript = prelude + `a="$base/$1"; trap 'rm -f "$a"' EXIT
 res "$2"; d=$R
 [ -e "$d" ] && [ ! -d "$d" ] && { echo NOTDIR; exit 0; }
-` + partialDir + `trap 'rm -rf -- "$w"; rm -f -- "$a"' EXIT
+` + partialDir + `trap 'chmod -R u+w -- "$w" 2>/dev/null; rm -rf -- "$w"; rm -f -- "$a"' EXIT
 msg=$(tar -tf "$a" 2>&1 >/dev/null) || { echo "BADARCHIVE $(printf '%s' "$msg" | head -c 500 | tr '\n' ' ')"; exit 0; }
 n=$(tar -tf "$a" | wc -l)
 [ "$n" -gt 0 ] || { echo EMPTY; exit 0; }
 mkdir -- "$w" || exit 3
 tar -xf "$a" -C "$w" --no-same-owner || exit 1
+# tar gives directories their modes last: one without write permission could not be emptied
+# by the merge nor renamed to another parent, so they are writable until they are in place.
+ro=$(cd "$w" && find . -type d ! -perm -u+w -print)
+[ -z "$ro" ] || find "$w" -type d ! -perm -u+w -exec chmod u+w {} + || exit 1
+lock() { [ -z "$ro" ] || printf '%s\n' "$ro" | while IFS= read -r r; do chmod u-w -- "$d/$r" || exit 1; done; }
 if [ "$p" != "$d" ]; then
-  mkdir -p -- "$(dirname -- "$d")" && mv -T -- "$w" "$d" || exit 1
+  mkdir -p -- "$(dirname -- "$d")" && mv -T -- "$w" "$d" && lock || exit 1
   echo "OK $n"; exit 0
 fi
 # Checked before anything moves, so that the merge below cannot stop half way on it.
@@ -75,7 +80,7 @@ merge() {
     mv -f -T -- "$s" "$t" || return 1
   done
 }
-merge "$w" "$d" || exit 1
+merge "$w" "$d" && lock || exit 1
 echo "OK $n"`
 
 // TempName is a fresh name for an archive in transit.
@@ -110,7 +115,7 @@ func (f FS) Unpack(ctx context.Context, t conn.Target, tmp, dir string) (int, er
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_, _ = f.run(cleanup, t, prelude+`res "$2"; d=$R
-`+partialDir+`rm -rf -- "$w"`, tmp, dir)
+`+partialDir+`chmod -R u+w -- "$w" 2>/dev/null; rm -rf -- "$w"`, tmp, dir)
 		return 0, fmt.Errorf("unpacking into %q: %w", dir, err)
 	}
 	word, detail, _ := status(out)
