@@ -35,6 +35,7 @@ func advice(op string, ref claimRef, err error) string {
 	var in *inputError
 	var status apierrors.APIStatus
 	var api *kube.APIError
+	var expand *workspace.ExpandError
 	switch {
 	case errors.As(err, &in):
 		return in.msg
@@ -76,14 +77,9 @@ func advice(op string, ref claimRef, err error) string {
 	case errors.Is(err, workspace.ErrUnsafeEntry):
 		return fmt.Sprintf("Could not %s: %v, so nothing of it was unpacked. Pack from inside the directory (tar czf - -C DIR .) "+
 			"so that every name is relative to it, without .. or links to follow.", op, err)
-	case errors.Is(err, workspace.ErrArchiveExpand):
-		var ee *workspace.ExpandError
-		limit := int64(workspace.DefaultMaxExpandedBytes)
-		if errors.As(err, &ee) {
-			limit = ee.Limit
-		}
+	case errors.As(err, &expand):
 		return fmt.Sprintf("Could not %s: it expands to more than %d bytes, this server's bound (K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES), "+
-			"so nothing of it was unpacked. Split the tree into several archives, or leave out build outputs.", op, limit)
+			"so nothing of it was unpacked. Split the tree into several archives, or leave out build outputs.", op, expand.Limit)
 	case errors.Is(err, workspace.ErrDirInTheWay):
 		return fmt.Sprintf("Could not %s: %v, so nothing of it was unpacked. Remove that directory (remove_path) or rename the "+
 			"file in the archive.", op, err)
