@@ -94,8 +94,8 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	a.janitor = cleanup.New(a.claims, a.log, 60*time.Second)
 	a.deps = tools.Deps{
 		Claims: a.claims, Conn: a.conn, DefaultNamespace: defaultNS, Log: a.log,
-		MaxDownloadBytes: a.cfg.Connection.MaxDownloadBytes, AllowedNamespaces: a.cfg.AllowedNamespaces,
-		MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
+		MaxDownloadBytes: a.cfg.Connection.MaxDownloadBytes, MaxArchiveExpandedBytes: a.cfg.MaxArchiveExpandedBytes,
+		AllowedNamespaces: a.cfg.AllowedNamespaces, MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
 		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor, ProcessOutputBytes: a.cfg.ProcessOutputBytes,
 		Custom: a.cfg.Custom, MaxVolumeSize: a.cfg.MaxVolumeSize, Observer: a.metrics,
 	}

@@ -36,8 +36,10 @@ func uploadArchiveTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("upload_archive",
 		mcp.WithToolTitle("Upload a directory tree"),
 		mcp.WithDescription(fmt.Sprintf("Unpacks a tar archive (gzip-compressed or not, base64-encoded) into a directory of a "+
-			"sandbox, creating it; existing files with the same names are replaced. At most %d bytes of archive, like "+
-			"download_file's limit. For a whole project in one call instead of a file at a time.", d.maxDownload())),
+			"sandbox, creating it; existing files with the same names are replaced, others are kept. All or nothing: a "+
+			"truncated, corrupt or empty archive, or one with an entry outside the directory, is refused and nothing of it is "+
+			"unpacked. At most %d bytes of archive, like download_file's limit. For a whole project in one call instead of a "+
+			"file at a time.", d.maxDownload())),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "content"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"path":    pathProp("Directory to unpack into, relative to the sandbox's working directory (\".\" for it)."),
@@ -60,7 +62,12 @@ func uploadArchiveTool(d Deps) server.ServerTool {
 		if int64(len(data)) > d.maxDownload() {
 			return failure(op, claimRef{}, badInput("the archive is %d bytes; at most %d are accepted. Split the tree into several archives.", len(data), d.maxDownload())), nil
 		}
-		var n int
+		// The whole archive is read here first, so that one the sandbox's tar would unpack in
+		// part (truncated, corrupt, an entry leaving the directory, a bomb) never reaches it.
+		n, err := workspace.CheckArchive(data, d.MaxArchiveExpandedBytes)
+		if err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
 		if res := d.onClaim(ctx, op, a.claimArgs, a.Timeout, func(ctx context.Context, t conn.Target) error {
 			tmp, err := workspace.TempName()
 			if err != nil {

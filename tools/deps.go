@@ -59,6 +59,9 @@ type Deps struct {
 	Custom kube.CustomPolicy
 	// MaxDownloadBytes bounds download_file; 0 means conn.DefaultMaxDownloadBytes.
 	MaxDownloadBytes int64
+	// MaxArchiveExpandedBytes bounds what an upload_archive archive expands to; 0 means
+	// workspace.DefaultMaxExpandedBytes.
+	MaxArchiveExpandedBytes int64
 	// AllowedNamespaces, when not empty, is the only namespaces tools may use.
 	AllowedNamespaces []string
 	// MaxSandboxesPerOwner caps live sandboxes per owner; 0 means no cap.

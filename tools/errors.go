@@ -35,6 +35,7 @@ func advice(op string, ref claimRef, err error) string {
 	var in *inputError
 	var status apierrors.APIStatus
 	var api *kube.APIError
+	var expand *workspace.ExpandError
 	switch {
 	case errors.As(err, &in):
 		return in.msg
@@ -69,7 +70,19 @@ func advice(op string, ref claimRef, err error) string {
 	case errors.Is(err, conn.ErrDenied):
 		return fmt.Sprintf("Could not %s: %v. Paths must stay inside the sandbox's working directory.", op, err)
 	case errors.Is(err, workspace.ErrBadArchive):
-		return fmt.Sprintf("Could not %s: %v. Send a tar or tar.gz archive, base64-encoded.", op, err)
+		return fmt.Sprintf("Could not %s: %v. Nothing of it was unpacked: re-create it (tar czf - -C DIR . | base64) and upload it again, whole.", op, err)
+	case errors.Is(err, workspace.ErrEmptyArchive):
+		return fmt.Sprintf("Could not %s: %v, so nothing was unpacked. Check the directory packed is the one meant and not empty "+
+			"(tar czf - -C DIR . | base64).", op, err)
+	case errors.Is(err, workspace.ErrUnsafeEntry):
+		return fmt.Sprintf("Could not %s: %v, so nothing of it was unpacked. Pack from inside the directory (tar czf - -C DIR .) "+
+			"so that every name is relative to it, without .. or links to follow.", op, err)
+	case errors.As(err, &expand):
+		return fmt.Sprintf("Could not %s: it expands to more than %d bytes, this server's bound (K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES), "+
+			"so nothing of it was unpacked. Split the tree into several archives, or leave out build outputs.", op, expand.Limit)
+	case errors.Is(err, workspace.ErrDirInTheWay):
+		return fmt.Sprintf("Could not %s: %v, so nothing of it was unpacked. Remove that directory (remove_path) or rename the "+
+			"file in the archive.", op, err)
 	case errors.Is(err, conn.ErrTooLarge):
 		return fmt.Sprintf("Could not %s: %v. Read a part of it with execute_command (e.g. `head -c 100000 FILE`, or `split`).", op, err)
 	case errors.Is(err, conn.ErrNoAddress):

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,6 +26,7 @@ var workspaceCases = []struct {
 	{"WorkspaceSearch", testSearch},
 	{"WorkspaceMkdirMoveRemove", testMkdirMoveRemove},
 	{"WorkspaceArchives", testArchives},
+	{"WorkspaceArchivesAtomic", testArchivesAtomic},
 }
 
 func testReadLines(t *testing.T, newConn NewConn) {
@@ -217,5 +219,123 @@ func testArchives(t *testing.T, newConn NewConn) {
 	}
 	if _, err := fs.Pack(ctx, e.tg, "proj/README", out); !errors.Is(err, conn.ErrNotDir) {
 		t.Fatalf("pack a file: %v", err)
+	}
+}
+
+// archiveOf is a tar of the entries (a name ending in / is a directory, its body its octal
+// mode if not 755), gzip-compressed with zip.
+func archiveOf(t *testing.T, zip bool, entries ...[2]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var w io.Writer = &buf
+	zw := gzip.NewWriter(&buf)
+	if zip {
+		w = zw
+	}
+	tw := tar.NewWriter(w)
+	for _, e := range entries {
+		h := &tar.Header{Name: e[0], Mode: 0o644, Typeflag: tar.TypeReg, Size: int64(len(e[1]))}
+		if strings.HasSuffix(e[0], "/") {
+			h.Typeflag, h.Mode, h.Size = tar.TypeDir, 0o755, 0
+			if e[1] != "" {
+				mode, err := strconv.ParseInt(e[1], 8, 32)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.Mode = mode
+			}
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if _, err := tw.Write([]byte(e[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if zip {
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+// testArchivesAtomic: Unpack on its own (without the tools' CheckArchive) either unpacks the
+// whole archive or leaves the working directory as it was, archive and partial directory
+// gone, whatever the sandbox's tar refuses and wherever it stops.
+func testArchivesAtomic(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	fs := workspace.FS{Exec: e.c}
+	e.mustSh("mkdir -p proj/keep && echo old > proj/keep/f && echo old > proj/README")
+	const snapshot = "find . | LC_ALL=C sort; cat proj/README proj/keep/f"
+	before := e.mustSh(snapshot)
+	good := archiveOf(t, true, [2]string{"README", "new\n"}, [2]string{"new.txt", "n\n"}, [2]string{"sub/", ""}, [2]string{"sub/x", "x\n"})
+	unpack := func(data []byte, dir string) error {
+		t.Helper()
+		tmp, err := workspace.TempName()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Upload(e.ctx(), e.tg, tmp, data); err != nil {
+			t.Fatal(err)
+		}
+		_, err = fs.Unpack(e.ctx(), e.tg, tmp, dir)
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		dir  string
+		want error // nil: any error
+	}{
+		{"truncated gzip into an existing directory", good[:len(good)/2], "proj", workspace.ErrBadArchive},
+		{"truncated gzip into a new directory", good[:len(good)/2], "fresh", workspace.ErrBadArchive},
+		{"empty tar", archiveOf(t, false), "fresh", workspace.ErrEmptyArchive},
+		{"empty tar.gz into the working directory", archiveOf(t, true), ".", workspace.ErrEmptyArchive},
+		{"escaping last entry into an existing directory", archiveOf(t, true, [2]string{"README", "new\n"}, [2]string{"new.txt", "n\n"}, [2]string{"../evil", "e\n"}), "proj", nil},
+		{"escaping last entry into a new directory", archiveOf(t, false, [2]string{"a", "a\n"}, [2]string{"../evil", "e\n"}), "fresh/deep", nil},
+		{"escaping last entry into the working directory", archiveOf(t, false, [2]string{"a", "a\n"}, [2]string{"../evil", "e\n"}), ".", nil},
+		{"read-only directory, then an escaping entry", archiveOf(t, false, [2]string{"ro/", "555"}, [2]string{"ro/f", "f\n"}, [2]string{"../evil", "e\n"}), "proj", nil},
+		{"a file over a directory holding files", archiveOf(t, false, [2]string{"new.txt", "n\n"}, [2]string{"keep", "k\n"}), "proj", workspace.ErrDirInTheWay},
+	} {
+		err := unpack(tc.data, tc.dir)
+		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if got := e.mustSh(snapshot); got != before {
+			t.Fatalf("%s left something behind (or changed what was there):\n%s\nwas:\n%s", tc.name, got, before)
+		}
+	}
+	if err := unpack(good, "proj"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.mustSh("cd proj && find . | LC_ALL=C sort && cat README keep/f sub/x; ls -A .. | grep -c k8s-sandbox-mcp || true"); got !=
+		".\n./README\n./keep\n./keep/f\n./new.txt\n./sub\n./sub/x\nnew\nold\nx\n0\n" {
+		t.Fatalf("merged into an existing directory (its other files kept, no partial directory left): %q", got)
+	}
+	readOnly := archiveOf(t, false, [2]string{"ro/", "555"}, [2]string{"ro/f", "f\n"}, [2]string{"ro/g/", "500"}, [2]string{"ro/g/h", "h\n"})
+	for _, dir := range []string{"proj", "fresh"} {
+		if err := unpack(readOnly, dir); err != nil {
+			t.Fatalf("read-only directories into %s: %v", dir, err)
+		}
+		if got := e.mustSh("stat -c %a " + dir + "/ro " + dir + "/ro/g; cat " + dir + "/ro/g/h"); got != "555\n500\nh\n" {
+			t.Fatalf("read-only directories into %s keep their modes: %q", dir, got)
+		}
+		e.mustSh("chmod -R u+w " + dir + "/ro && rm -r " + dir + "/ro")
+	}
+	if err := unpack(archiveOf(t, false, [2]string{"top.txt", "t\n"}), "."); err != nil {
+		t.Fatal(err)
+	}
+	if err := unpack(good, "a/b/c"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.mustSh("cat top.txt a/b/c/sub/x; find . -name '*k8s-sandbox-mcp*' | wc -l"); got != "t\nx\n0\n" {
+		t.Fatalf("unpacked into the working directory and a new nested one: %q", got)
 	}
 }

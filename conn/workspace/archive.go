@@ -7,12 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 )
 
-// ErrBadArchive is an upload tar cannot read.
-var ErrBadArchive = errors.New("the archive cannot be read")
+// Errors of Unpack (besides conn.ErrNotDir and those of CheckArchive).
+var (
+	// ErrBadArchive is an upload tar cannot read.
+	ErrBadArchive = errors.New("the archive cannot be read")
+	// ErrDirInTheWay is an archive's file where the destination has a directory with files.
+	ErrDirInTheWay = errors.New("the archive has a file where the destination has a directory that is not empty")
+)
 
 // Archives travel as files: the tools upload or download a temporary file in the working
 // directory with conn.Conn's Upload and Download (capped like upload_file and download_file),
@@ -26,16 +32,55 @@ const packScript = prelude + `res "$1"; d=$R; tmp="$base/$2"
 tar -czf "$tmp" --exclude="$2" -C "$d" .; [ $? -le 1 ] || { rm -f "$tmp"; exit 1; }
 echo "OK $(wc -c < "$tmp")"`
 
+// partialDir sets w, where $1 unpacks before it moves into $d: inside an existing
+// destination, else in its nearest existing ancestor, so that moving it into place is a
+// rename on one file system and never leaves the working directory.
+const partialDir = `p=$d; while [ ! -d "$p" ]; do p=$(dirname -- "$p"); done; w="$p/$1.partial"
+`
+
 // unpackScript: $1 temporary file name, $2 destination directory (created). Removes the
-// archive. Answers "OK <entries>", NOTDIR or BADARCHIVE <tar's message> when tar cannot list
-// it; a failure while extracting (disk full, permissions) fails with tar's own message.
+// archive. Answers "OK <entries>", NOTDIR, EMPTY, BADARCHIVE <tar's message> when tar cannot
+// list it, or DIRINWAY <name> when a file would replace a directory holding files; a failure
+// while extracting (disk full, permissions, an entry tar refuses) fails with tar's own
+// message. The archive unpacks into a partial directory first, which the trap removes: what
+// fails leaves nothing of the archive behind, what succeeds is renamed into place.
 const unpackScript = prelude + `a="$base/$1"; trap 'rm -f "$a"' EXIT
 res "$2"; d=$R
 [ -e "$d" ] && [ ! -d "$d" ] && { echo NOTDIR; exit 0; }
+` + partialDir + `trap 'chmod -R u+w -- "$w" 2>/dev/null; rm -rf -- "$w"; rm -f -- "$a"' EXIT
 msg=$(tar -tf "$a" 2>&1 >/dev/null) || { echo "BADARCHIVE $(printf '%s' "$msg" | head -c 500 | tr '\n' ' ')"; exit 0; }
 n=$(tar -tf "$a" | wc -l)
-mkdir -p -- "$d" || exit 3
-tar -xf "$a" -C "$d" --no-same-owner || exit 1
+[ "$n" -gt 0 ] || { echo EMPTY; exit 0; }
+mkdir -- "$w" || exit 3
+tar -xf "$a" -C "$w" --no-same-owner || exit 1
+# tar gives directories their modes last: one without write permission could not be emptied
+# by the merge nor renamed to another parent, so they are writable until they are in place.
+ro=$(cd "$w" && find . -type d ! -perm -u+w -print)
+[ -z "$ro" ] || find "$w" -type d ! -perm -u+w -exec chmod u+w {} + || exit 1
+lock() { [ -z "$ro" ] || printf '%s\n' "$ro" | while IFS= read -r r; do chmod u-w -- "$d/$r" || exit 1; done; }
+if [ "$p" != "$d" ]; then
+  mkdir -p -- "$(dirname -- "$d")" && mv -T -- "$w" "$d" && lock || exit 1
+  echo "OK $n"; exit 0
+fi
+# Checked before anything moves, so that the merge below cannot stop half way on it.
+c=$(cd "$w" && find . ! -type d -exec sh -c 'for e; do t="$0/${e#./}"
+  [ -d "$t" ] && [ ! -L "$t" ] && [ -n "$(ls -A -- "$t")" ] && { printf "%s" "${e#./}" | head -c 300; exit 1; }; done; exit 0' "$d" {} +) ||
+  { echo "DIRINWAY $c"; exit 0; }
+# merge moves each entry of $1 into $2, into the directories both have, so the files of $2
+# the archive does not name stay. Names are renamed one by one, never copied.
+merge() {
+  for s in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+    [ -e "$s" ] || [ -L "$s" ] || continue
+    t="$2/${s##*/}"
+    if [ -d "$s" ] && [ ! -L "$s" ]; then
+      if [ -d "$t" ] && [ ! -L "$t" ]; then merge "$s" "$t" || return 1; continue; fi
+      if [ -e "$t" ] || [ -L "$t" ]; then rm -f -- "$t" || return 1; fi
+    elif [ -d "$t" ] && [ ! -L "$t" ]; then rmdir -- "$t" || return 1
+    fi
+    mv -f -T -- "$s" "$t" || return 1
+  done
+}
+merge "$w" "$d" && lock || exit 1
 echo "OK $n"`
 
 // TempName is a fresh name for an archive in transit.
@@ -61,10 +106,16 @@ func (f FS) Pack(ctx context.Context, t conn.Target, dir, tmp string) (int64, er
 	return strconv.ParseInt(detail, 10, 64)
 }
 
-// Unpack extracts the tar (gzip-compressed or not) at tmp into dir and removes tmp.
+// Unpack extracts the tar (gzip-compressed or not) at tmp into dir and removes tmp. On a
+// failure nothing of the archive is left in dir: an existing dir keeps what it held.
 func (f FS) Unpack(ctx context.Context, t conn.Target, tmp, dir string) (int, error) {
 	out, err := f.run(ctx, t, unpackScript, tmp, dir)
 	if err != nil {
+		// A script killed at its timeout had no time for its trap.
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = f.run(cleanup, t, prelude+`res "$2"; d=$R
+`+partialDir+`chmod -R u+w -- "$w" 2>/dev/null; rm -rf -- "$w"`, tmp, dir)
 		return 0, fmt.Errorf("unpacking into %q: %w", dir, err)
 	}
 	word, detail, _ := status(out)
@@ -85,6 +136,10 @@ func archiveStatus(word, detail, path string) error {
 		return fmt.Errorf("%q: %w", path, conn.ErrNotDir)
 	case "BADARCHIVE":
 		return fmt.Errorf("%w: %s", ErrBadArchive, detail)
+	case "EMPTY":
+		return fmt.Errorf("%w (an empty tar)", ErrEmptyArchive)
+	case "DIRINWAY":
+		return fmt.Errorf("%q in %q: %w", detail, path, ErrDirInTheWay)
 	}
 	return common(word, detail, path)
 }

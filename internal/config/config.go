@@ -18,6 +18,7 @@ import (
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/workspace"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -52,6 +53,9 @@ type Config struct {
 	// ProcessOutputBytes is how much of each stream of a start_process process the sandbox
 	// keeps (K8S_SANDBOX_PROCESS_OUTPUT_MAX_BYTES); older output is dropped.
 	ProcessOutputBytes int64
+	// MaxArchiveExpandedBytes bounds what an upload_archive archive may expand to
+	// (K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES).
+	MaxArchiveExpandedBytes int64
 	// MaxVolumeSize caps create_sandbox's volume_size (MAX_VOLUME_SIZE, a quantity).
 	MaxVolumeSize resource.Quantity
 	// Custom is the rule for create_sandbox's image, cpus and memory (CUSTOM_SANDBOXES__*).
@@ -136,6 +140,7 @@ func Parse(vars map[string]string) (Config, error) {
 	if err := kube.CheckRateLimit(c.APIQPS, c.APIBurst); err != nil {
 		p.fail("API_QPS", "with %sAPI_BURST: %v", Prefix, err)
 	}
+	c.MaxArchiveExpandedBytes = int64(p.integer("MAX_ARCHIVE_EXPANDED_BYTES", workspace.DefaultMaxExpandedBytes, 1, maxArchiveExpandedBytesLimit))
 	c.Custom = p.custom()
 	c.Metadata = p.metadata()
 	c.MaxVolumeSize = p.quantity("MAX_VOLUME_SIZE", kube.DefaultMaxVolumeSize)

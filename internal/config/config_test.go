@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/workspace"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -93,6 +94,20 @@ func TestParse(t *testing.T) {
 			wantErr: "K8S_SANDBOX_API_QPS with K8S_SANDBOX_API_BURST: invalid request: API rate limit 0/s with burst 200: both must be positive (or the rate -1 for no client-side limit)"},
 		{name: "API burst not a number", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_API_BURST": "lots"},
 			wantErr: `K8S_SANDBOX_API_BURST must be an integer from 0 to 1000000, got "lots"`},
+		{name: "archive expansion bound default", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},
+			check: func(t *testing.T, c Config) {
+				if c.MaxArchiveExpandedBytes != workspace.DefaultMaxExpandedBytes {
+					t.Errorf("archive expansion bound %d", c.MaxArchiveExpandedBytes)
+				}
+			}},
+		{name: "archive expansion bound", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES": "4294967296"},
+			check: func(t *testing.T, c Config) {
+				if c.MaxArchiveExpandedBytes != 4<<30 {
+					t.Errorf("archive expansion bound %d", c.MaxArchiveExpandedBytes)
+				}
+			}},
+		{name: "archive expansion bound zero", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES": "0"},
+			wantErr: `K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES must be an integer from 1 to 1099511627776, got "0"`},
 		{name: "unknown variable reported", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONECTION__USE_POD_IP": "true", "K8S_SANDBOX_CONNECTION__API_URL": "x"},
 			check: func(t *testing.T, c Config) {
 				if len(c.Unknown) != 1 || c.Unknown[0] != "K8S_SANDBOX_CONECTION__USE_POD_IP" {

@@ -13,11 +13,15 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 )
 
-// Bounds of the connection settings; the messages take their numbers from here.
+// Bounds of the connection settings and of the archives that travel over them; the
+// messages take their numbers from here.
 const (
 	maxGatewayReadySeconds = 3600
 	maxDownloadBytesLimit  = 1 << 30
-	defaultDNSPort         = "53"
+	// An archive expands on the sandbox's disk, not in the server's memory: a terabyte
+	// only keeps the number sane.
+	maxArchiveExpandedBytesLimit = 1 << 40
+	defaultDNSPort               = "53"
 )
 
 // connection reads every setting conn uses. This is the one place their rules live: conn.New
