@@ -105,9 +105,24 @@ func hashToken(tok string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ControlPortError refuses a port the connection drives itself (conn.Porter.ControlPorts):
+// its URL would give whoever holds it what the tools guard, e.g. commands through the python
+// runtime's /execute, with no MCP call, audit Event or session in between.
+type ControlPortError struct{ conn.ControlPort }
+
+func (e *ControlPortError) Error() string {
+	return fmt.Sprintf("port %d is %s; exposing it would hand out %s — expose your application's port instead",
+		e.Port, e.What, e.Hands)
+}
+
 // Expose returns a new URL for port of the owner's claim. Earlier URLs of the port keep
 // working (the newest few; see kube.Exposure) until unexpose_port.
 func (r *Registry) Expose(ctx context.Context, owner, namespace, claim string, port int) (string, error) {
+	for _, cp := range r.porter.ControlPorts() {
+		if cp.Port == port {
+			return "", &ControlPortError{cp}
+		}
+	}
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("ports: token: %w", err)

@@ -3,6 +3,7 @@ package ports
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -75,8 +76,16 @@ func (f *fakeStore) Exposed(_ context.Context, ns, name string, fresh bool) (kub
 	return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, maps.Clone(f.exposed[name]), nil
 }
 
-// fakePorter sends every port to the test's "sandbox" server, with a routing header.
+// fakePorter sends every port to the test's "sandbox" server, with a routing header; its
+// runtime is driven on 8888 and 9090.
 type fakePorter struct{ base *url.URL }
+
+func (fakePorter) ControlPorts() []conn.ControlPort {
+	return []conn.ControlPort{
+		{Port: 8888, What: "the sandbox runtime's control port (it runs commands)", Hands: "command execution"},
+		{Port: 9090, What: "sandboxd's gRPC port (it runs commands)", Hands: "command execution"},
+	}
+}
 
 func (p fakePorter) Port(_ context.Context, t conn.Target, port int) (conn.PortEndpoint, error) {
 	h := http.Header{}
@@ -311,5 +320,37 @@ func TestCheckDoesNotEndWhatALaggingCacheMisses(t *testing.T) {
 	}
 	if found, err := r.Unexpose(context.Background(), "alice", "ns", "c5", 0); !found || err != nil {
 		t.Fatalf("unexpose: %v %v", found, err)
+	}
+}
+
+// The runtime's own ports are refused with the reason, before anything is recorded on the claim.
+func TestExposeRefusesControlPorts(t *testing.T) {
+	r, _, store := setup(t)
+	for _, tc := range []struct {
+		port int
+		want string // "" means exposed
+	}{
+		{8888, "port 8888 is the sandbox runtime's control port (it runs commands); exposing it would hand out command execution — expose your application's port instead"},
+		{9090, "port 9090 is sandboxd's gRPC port (it runs commands)"},
+		{8080, ""},
+	} {
+		t.Run(fmt.Sprint(tc.port), func(t *testing.T) {
+			_, err := r.Expose(context.Background(), "alice", "ns", "c6", tc.port)
+			var cpe *ControlPortError
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("expose %d: %v", tc.port, err)
+				}
+				return
+			}
+			if !errors.As(err, &cpe) || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("expose %d: %v, want %q", tc.port, err, tc.want)
+			}
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			if _, ok := store.exposed["c6"][tc.port]; ok {
+				t.Errorf("port %d was recorded on the claim", tc.port)
+			}
+		})
 	}
 }
