@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
@@ -37,9 +38,20 @@ import (
 // PathPrefix is where exposures live on the HTTP server.
 const PathPrefix = "/ports/"
 
-// checkEvery is how often open requests and listeners are checked against their claims
-// (from the watch cache), so an exposure ended by another replica ends here too.
-const checkEvery = 2 * time.Second
+// Bounds of the proxy; README's numbers and the tests take theirs from here.
+const (
+	// checkEvery is how often open requests and listeners are checked against their claims
+	// (from the watch cache), so an exposure ended by another replica ends here too.
+	checkEvery = 2 * time.Second
+	// refusedFor: once the API was asked about a claim for a token its watch cache did not
+	// know (or the claim was not found), for this long the cache alone answers for that
+	// claim, so a flood of wrong tokens costs one API read per claim per refusedFor instead
+	// of one or two per request. A URL exposed through another replica within that time and
+	// not yet seen by the watch (milliseconds) is refused until the watch shows it.
+	refusedFor = time.Second
+	// maxRefused bounds the claims remembered so (least recently added go first).
+	maxRefused = 1024
+)
 
 // Store records exposures on the claims (kube.Client implements it).
 type Store interface {
@@ -63,7 +75,15 @@ type Registry struct {
 	base      string // HTTP: the server's URL; "": a loopback listener per exposed port
 	listeners map[key]*listener
 	open      map[*openRequest]struct{}
+	// refused holds, per claimRef, a refusal: the claims recently asked of the API on behalf
+	// of a token the cache did not know. apimachinery's LRU expiring cache does the bounding
+	// and the expiry.
+	refused *utilcache.LRUExpireCache
 }
+
+// refusal is what the last API read of a claim for an unknown token found: err is the claim's
+// kube.ErrNotFound, nil when the claim was there.
+type refusal struct{ err error }
 
 // key names one exposed port.
 type key struct {
@@ -90,7 +110,7 @@ func New(store Store, porter conn.Porter, principal PrincipalFunc, log zerolog.L
 		principal = func(context.Context) string { return "" }
 	}
 	return &Registry{store: store, porter: porter, principal: principal, log: log,
-		listeners: map[key]*listener{}, open: map[*openRequest]struct{}{}}
+		listeners: map[key]*listener{}, open: map[*openRequest]struct{}{}, refused: utilcache.NewLRUExpireCache(maxRefused)}
 }
 
 // SetBase makes later exposures paths under base (the HTTP server's URL, no trailing slash).
@@ -248,13 +268,34 @@ func (r *Registry) lookup(ctx context.Context, k key, fresh bool) (kube.Claim, k
 	return c, exposed[k.port], err
 }
 
+// authorize returns the claim and the exposure of k's port, asking the API when the watch
+// cache does not know the token th (exposed through another replica a moment ago?), at most
+// once per claim per refusedFor.
+func (r *Registry) authorize(ctx context.Context, k key, th string) (kube.Claim, kube.Exposure, error) {
+	ref := claimRef{k.namespace, k.claim}
+	if v, asked := r.refused.Get(ref); asked {
+		if err := v.(refusal).err; err != nil {
+			return kube.Claim{}, kube.Exposure{}, err
+		}
+		return r.lookup(ctx, k, false)
+	}
+	c, e, err := r.lookup(ctx, k, false)
+	if err == nil && !e.Valid(th) {
+		c, e, err = r.lookup(ctx, k, true)
+	}
+	switch {
+	case errors.Is(err, kube.ErrNotFound):
+		r.refused.Add(ref, refusal{err: err}, refusedFor)
+	case err == nil && !e.Valid(th):
+		r.refused.Add(ref, refusal{}, refusedFor)
+	}
+	return c, e, err
+}
+
 // serve checks the token and the caller against the claim's record, then proxies.
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, path string) {
 	th := hashToken(tok)
-	c, e, err := r.lookup(req.Context(), k, false)
-	if err == nil && !e.Valid(th) {
-		c, e, err = r.lookup(req.Context(), k, true) // exposed through another replica a moment ago?
-	}
+	c, e, err := r.authorize(req.Context(), k, th)
 	if err != nil && !errors.Is(err, kube.ErrNotFound) {
 		http.Error(w, "looking up the sandbox: "+err.Error(), http.StatusBadGateway)
 		return

@@ -13,8 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
@@ -26,6 +29,9 @@ type fakeStore struct {
 	lagging bool // the cache has not seen the exposures yet: only a fresh read has them
 	gone    map[string]bool
 	exposed map[string]map[int]kube.Exposure
+	// apiReads counts the reads kube.Client would send to the API: fresh ones, and those of a
+	// claim the cache does not hold.
+	apiReads int
 }
 
 func (f *fakeStore) owned(name, owner string) error {
@@ -67,6 +73,9 @@ func (f *fakeStore) Unexpose(_ context.Context, ns, name, owner string, port int
 func (f *fakeStore) Exposed(_ context.Context, ns, name string, fresh bool) (kube.Claim, map[int]kube.Exposure, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if fresh || f.gone[name] {
+		f.apiReads++
+	}
 	if err := f.owned(name, "alice"); err != nil {
 		return kube.Claim{}, nil, err
 	}
@@ -350,6 +359,53 @@ func TestExposeRefusesControlPorts(t *testing.T) {
 			defer store.mu.Unlock()
 			if _, ok := store.exposed["c6"][tc.port]; ok {
 				t.Errorf("port %d was recorded on the claim", tc.port)
+			}
+		})
+	}
+}
+
+// A flood of wrong tokens, or of a name with no claim, costs one API read per claim per
+// refusedFor, not one per request; a URL the cache knows keeps working through it.
+func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
+	const requests = 300
+	for _, tc := range []struct {
+		name  string
+		claim string
+		gone  bool
+	}{
+		{"wrong token of an exposed port", "c7", false},
+		{"claim that is not there", "c8", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _, store := setup(t)
+			base := serveHTTP(t, r)
+			clock := clocktesting.NewFakeClock(time.Now())
+			r.refused = utilcache.NewLRUExpireCacheWithClock(maxRefused, clock)
+			good, err := r.Expose(context.Background(), "alice", "ns", "c7", 8080)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store.mu.Lock()
+			store.gone["c8"] = true
+			store.apiReads = 0
+			store.mu.Unlock()
+			reads := func() int { store.mu.Lock(); defer store.mu.Unlock(); return store.apiReads }
+			wrong := fmt.Sprintf("%s%sns/%s/8080/", base, PathPrefix, tc.claim)
+			for i := range requests {
+				if code, _ := get(t, fmt.Sprintf("%swrong-%d/", wrong, i)); code != http.StatusNotFound {
+					t.Fatalf("wrong token %d: %d", i, code)
+				}
+			}
+			if n := reads(); n != 1 {
+				t.Errorf("%d wrong tokens cost %d API reads, want 1", requests, n)
+			}
+			if code, _ := get(t, good+"x"); code != http.StatusOK {
+				t.Errorf("the exposed URL during the flood: %d", code)
+			}
+			clock.Step(refusedFor + time.Millisecond)
+			get(t, wrong+"wrong-again/")
+			if n := reads(); n != 2 {
+				t.Errorf("after refusedFor: %d API reads, want 2", n)
 			}
 		})
 	}
