@@ -40,9 +40,13 @@ const PathPrefix = "/ports/"
 
 // Bounds of the proxy; README's numbers and the tests take theirs from here.
 const (
-	// checkEvery is how often open requests and listeners are checked against their claims
-	// (from the watch cache), so an exposure ended by another replica ends here too.
-	checkEvery = 2 * time.Second
+	// streamsEndWithin is how soon an exposure ended through another replica ends the open
+	// requests and listeners this one holds: a check every checkEvery, the watch's delay in
+	// showing the change to the cache, and the API read that confirms it (at most
+	// confirmWithin) together stay inside it. Through the replica that ended it, at once.
+	streamsEndWithin = 2 * time.Second
+	checkEvery       = streamsEndWithin / 4
+	confirmWithin    = streamsEndWithin / 2
 	// refusedFor: once the API was asked about a claim for a token its watch cache did not
 	// know (or the claim was not found), for this long the cache alone answers for that
 	// claim, so a flood of wrong tokens costs one API read per claim per refusedFor instead

@@ -29,6 +29,12 @@ type fakeStore struct {
 	lagging bool // the cache has not seen the exposures yet: only a fresh read has them
 	gone    map[string]bool
 	exposed map[string]map[int]kube.Exposure
+	// watchLag keeps cached reads on the exposures an Unexpose removed for this long, as a
+	// watch shows a change a little after the API has it.
+	watchLag   time.Duration
+	before     map[string]map[int]kube.Exposure
+	staleUntil time.Time
+	unexposes  int // Unexpose calls that found the claim
 	// apiReads counts the reads kube.Client would send to the API: fresh ones, and those of a
 	// claim the cache does not hold.
 	apiReads int
@@ -61,7 +67,12 @@ func (f *fakeStore) Unexpose(_ context.Context, ns, name, owner string, port int
 	if err := f.owned(name, owner); err != nil {
 		return false, err
 	}
+	f.unexposes++
 	n := len(f.exposed[name])
+	if f.watchLag > 0 {
+		f.before = map[string]map[int]kube.Exposure{name: maps.Clone(f.exposed[name])}
+		f.staleUntil = time.Now().Add(f.watchLag)
+	}
 	for p := range f.exposed[name] {
 		if port == 0 || p == port {
 			delete(f.exposed[name], p)
@@ -78,6 +89,9 @@ func (f *fakeStore) Exposed(_ context.Context, ns, name string, fresh bool) (kub
 	}
 	if err := f.owned(name, "alice"); err != nil {
 		return kube.Claim{}, nil, err
+	}
+	if old, ok := f.before[name]; ok && !fresh && time.Now().Before(f.staleUntil) {
+		return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, maps.Clone(old), nil
 	}
 	if f.lagging && !fresh {
 		return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, nil, nil
@@ -406,6 +420,77 @@ func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
 			get(t, wrong+"wrong-again/")
 			if n := reads(); n != 2 {
 				t.Errorf("after refusedFor: %d API reads, want 2", n)
+			}
+		})
+	}
+}
+
+// A stream held open by the app is cut within streamsEndWithin of unexpose_port, through the
+// replica that ended it and through another whose watch shows the change late.
+func TestUnexposeCutsStreamsWithinTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		other    bool          // the stream goes through the other replica
+		watchLag time.Duration // how late that replica's cache sees the unexpose
+	}{
+		{"same replica", false, 0},
+		{"other replica", true, 0},
+		{"other replica, watch late", true, checkEvery},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{gone: map[string]bool{}, exposed: map[string]map[int]kube.Exposure{}, watchLag: tc.watchLag}
+			cut := make(chan bool, 1) // whether the claim's record was gone when the app saw the cut
+			app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprint(w, "open\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+				store.mu.Lock()
+				defer store.mu.Unlock()
+				cut <- store.unexposes > 0
+			}))
+			t.Cleanup(app.Close)
+			u, _ := url.Parse(app.URL)
+			r1 := New(store, fakePorter{base: u}, nil, zerolog.Nop())
+			r2 := New(store, fakePorter{base: u}, nil, zerolog.Nop())
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			go r1.Run(ctx)
+			go r2.Run(ctx)
+			url1, url2 := serveHTTP(t, r1), serveHTTP(t, r2)
+			exposed, err := r1.Expose(ctx, "alice", "ns", "c9", 8080)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.other {
+				exposed = strings.Replace(exposed, url1, url2, 1)
+			}
+			resp, err := http.Get(exposed + "hold")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				_, _ = io.Copy(io.Discard, resp.Body)
+			}()
+			if found, err := r1.Unexpose(ctx, "alice", "ns", "c9", 0); !found || err != nil {
+				t.Fatalf("unexpose: %v %v", found, err)
+			}
+			// Generous against a slow machine; a stream that outlives the checks hangs here.
+			wait := time.After(2*streamsEndWithin + time.Second)
+			select {
+			case afterUnexpose := <-cut:
+				if !afterUnexpose {
+					t.Error("the stream was cut before unexpose_port removed the exposure")
+				}
+			case <-wait:
+				t.Fatalf("the app's stream was still open %v after unexpose_port", 2*streamsEndWithin+time.Second)
+			}
+			select {
+			case <-ended:
+			case <-wait:
+				t.Fatal("the client's stream did not end")
 			}
 		})
 	}
