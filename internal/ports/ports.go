@@ -85,9 +85,12 @@ type Registry struct {
 	refused *utilcache.LRUExpireCache
 }
 
-// refusal is what the last API read of a claim for an unknown token found: err is the claim's
-// kube.ErrNotFound, nil when the claim was there.
-type refusal struct{ err error }
+// refusal is what the last API read of a claim for an unknown token found: its exposures, or
+// err, the claim's kube.ErrNotFound.
+type refusal struct {
+	exposed map[int]kube.Exposure
+	err     error
+}
 
 // key names one exposed port.
 type key struct {
@@ -155,6 +158,7 @@ func (r *Registry) Expose(ctx context.Context, owner, namespace, claim string, p
 	if err := r.store.Expose(ctx, namespace, claim, owner, port, r.principal(ctx), hashToken(tok)); err != nil {
 		return "", err
 	}
+	r.refused.Remove(claimRef{namespace, claim}) // the tokens it remembers lack this one
 	k := key{namespace: namespace, claim: claim, port: port}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -273,25 +277,35 @@ func (r *Registry) lookup(ctx context.Context, k key, fresh bool) (kube.Claim, k
 }
 
 // authorize returns the claim and the exposure of k's port, asking the API when the watch
-// cache does not know the token th (exposed through another replica a moment ago?), at most
-// once per claim per refusedFor.
+// cache does not know the token th (exposed through another replica a moment ago?). After
+// such a read found th wanting, the claim's tokens as read then answer for refusedFor: a token
+// they lack is refused without another read, of the API or of the cache (which reads the API
+// too while this process's own exposure is new: kube.Client.Exposed).
 func (r *Registry) authorize(ctx context.Context, k key, th string) (kube.Claim, kube.Exposure, error) {
 	ref := claimRef{k.namespace, k.claim}
 	if v, asked := r.refused.Get(ref); asked {
-		if err := v.(refusal).err; err != nil {
-			return kube.Claim{}, kube.Exposure{}, err
+		f := v.(refusal)
+		if f.err != nil {
+			return kube.Claim{}, kube.Exposure{}, f.err
 		}
-		return r.lookup(ctx, k, false)
+		if e := f.exposed[k.port]; !e.Valid(th) {
+			return kube.Claim{}, e, nil
+		}
 	}
 	c, e, err := r.lookup(ctx, k, false)
-	if err == nil && !e.Valid(th) {
-		c, e, err = r.lookup(ctx, k, true)
+	if err != nil && !errors.Is(err, kube.ErrNotFound) || err == nil && e.Valid(th) {
+		return c, e, err
+	}
+	var exposed map[int]kube.Exposure
+	if err == nil {
+		c, exposed, err = r.store.Exposed(ctx, k.namespace, k.claim, true)
+		e = exposed[k.port]
 	}
 	switch {
 	case errors.Is(err, kube.ErrNotFound):
 		r.refused.Add(ref, refusal{err: err}, refusedFor)
 	case err == nil && !e.Valid(th):
-		r.refused.Add(ref, refusal{}, refusedFor)
+		r.refused.Add(ref, refusal{exposed: exposed}, refusedFor)
 	}
 	return c, e, err
 }
