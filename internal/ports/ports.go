@@ -40,13 +40,14 @@ const PathPrefix = "/ports/"
 
 // Bounds of the proxy; README's numbers and the tests take theirs from here.
 const (
-	// streamsEndWithin is how soon an exposure ended through another replica ends the open
+	// StreamsEndWithin is how soon an exposure ended through another replica ends the open
 	// requests and listeners this one holds: a check every checkEvery, the watch's delay in
 	// showing the change to the cache, and the API read that confirms it (at most
 	// confirmWithin) together stay inside it. Through the replica that ended it, at once.
-	streamsEndWithin = 2 * time.Second
-	checkEvery       = streamsEndWithin / 4
-	confirmWithin    = streamsEndWithin / 2
+	// Exported for the e2e test that holds the running server to it.
+	StreamsEndWithin = 2 * time.Second
+	checkEvery       = StreamsEndWithin / 4
+	confirmWithin    = StreamsEndWithin / 2
 	// refusedFor: once the API was asked about a claim for a token its watch cache did not
 	// know (or the claim was not found), for this long the cache alone answers for that
 	// claim, so a flood of wrong tokens costs one API read per claim per refusedFor instead

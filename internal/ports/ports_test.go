@@ -441,7 +441,7 @@ func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
 	}
 }
 
-// A stream held open by the app is cut within streamsEndWithin of unexpose_port, through the
+// A stream held open by the app is cut within StreamsEndWithin of unexpose_port, through the
 // replica that ended it and through another whose watch shows the change late.
 func TestUnexposeCutsStreamsWithinTheBound(t *testing.T) {
 	for _, tc := range []struct {
@@ -494,14 +494,14 @@ func TestUnexposeCutsStreamsWithinTheBound(t *testing.T) {
 				t.Fatalf("unexpose: %v %v", found, err)
 			}
 			// Generous against a slow machine; a stream that outlives the checks hangs here.
-			wait := time.After(2*streamsEndWithin + time.Second)
+			wait := time.After(2*StreamsEndWithin + time.Second)
 			select {
 			case afterUnexpose := <-cut:
 				if !afterUnexpose {
 					t.Error("the stream was cut before unexpose_port removed the exposure")
 				}
 			case <-wait:
-				t.Fatalf("the app's stream was still open %v after unexpose_port", 2*streamsEndWithin+time.Second)
+				t.Fatalf("the app's stream was still open %v after unexpose_port", 2*StreamsEndWithin+time.Second)
 			}
 			select {
 			case <-ended:
