@@ -266,6 +266,17 @@ func TestExposedElsewhereAMomentAgo(t *testing.T) {
 	if code, _ := get(t, strings.Replace(u, url1, url2, 1)); code != http.StatusOK {
 		t.Errorf("through the other replica while its cache lags: %d", code)
 	}
+	// That read refused nothing, so it does not hide the next URL once the cache has it.
+	store.mu.Lock()
+	store.lagging = false
+	store.mu.Unlock()
+	next, err := r1.Expose(context.Background(), "alice", "ns", "c4", 8081)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, strings.Replace(next, url1, url2, 1)); code != http.StatusOK {
+		t.Errorf("the next URL through the other replica: %d", code)
+	}
 }
 
 // An exposure ended through one replica ends the streams another replica is proxying.
@@ -382,24 +393,27 @@ func TestExposeRefusesControlPorts(t *testing.T) {
 }
 
 // A flood of wrong tokens, or of a name with no claim, costs one API read per claim per
-// refusedFor, not one per request; a URL the cache knows keeps working through it.
+// readFor, not one per request; a URL the cache knows keeps working through it.
 func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
 	const requests = 300
 	for _, tc := range []struct {
 		name          string
 		claim         string
 		cacheBypassed bool
-		maxReads      int // for the whole flood, and as many again after refusedFor
+		workers       int // sending the flood at once
+		maxReads      int // for the whole flood, and as many again after readFor
 	}{
-		{"wrong token of an exposed port", "c7", false, 1},
-		{"claim that is not there", "c8", false, 1},
-		{"wrong token right after this replica exposed the port", "c7", true, 2},
+		{"wrong token of an exposed port", "c7", false, 1, 1},
+		{"claim that is not there", "c8", false, 1, 1},
+		{"wrong token right after this replica exposed the port", "c7", true, 1, 2},
+		{"wrong tokens at once", "c7", false, 20, 1},
+		{"claim that is not there, at once", "c8", false, 20, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _, store := setup(t)
 			base := serveHTTP(t, r)
 			clock := clocktesting.NewFakeClock(time.Now())
-			r.refused = utilcache.NewLRUExpireCacheWithClock(maxRefused, clock)
+			r.apiReads = utilcache.NewLRUExpireCacheWithClock(maxReads, clock)
 			good, err := r.Expose(context.Background(), "alice", "ns", "c7", 8080)
 			if err != nil {
 				t.Fatal(err)
@@ -411,8 +425,22 @@ func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
 			store.mu.Unlock()
 			reads := func() int { store.mu.Lock(); defer store.mu.Unlock(); return store.apiReads }
 			wrong := fmt.Sprintf("%s%sns/%s/8080/", base, PathPrefix, tc.claim)
-			for i := range requests {
-				if code, _ := get(t, fmt.Sprintf("%swrong-%d/", wrong, i)); code != http.StatusNotFound {
+			var wg sync.WaitGroup
+			codes := make([]int, requests)
+			for w := range tc.workers {
+				wg.Go(func() {
+					for i := w; i < requests; i += tc.workers {
+						resp, err := http.Get(fmt.Sprintf("%swrong-%d/", wrong, i))
+						if err == nil {
+							codes[i] = resp.StatusCode
+							resp.Body.Close()
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for i, code := range codes {
+				if code != http.StatusNotFound {
 					t.Fatalf("wrong token %d: %d", i, code)
 				}
 			}
@@ -425,10 +453,10 @@ func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
 			store.mu.Lock()
 			store.apiReads = 0
 			store.mu.Unlock()
-			clock.Step(refusedFor + time.Millisecond)
+			clock.Step(readFor + time.Millisecond)
 			get(t, wrong+"wrong-again/")
 			if n := reads(); n == 0 || n > tc.maxReads {
-				t.Errorf("after refusedFor: %d API reads, want 1 to %d", n, tc.maxReads)
+				t.Errorf("after readFor: %d API reads, want 1 to %d", n, tc.maxReads)
 			}
 			again, err := r.Expose(context.Background(), "alice", "ns", "c7", 8080)
 			if err != nil {
