@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,5 +64,43 @@ func TestSandboxdCachesOneGRPCConnPerAddress(t *testing.T) {
 	}
 	if n := conn.GRPCConnCount(c); n != 0 {
 		t.Fatalf("%d cached connections after Close, want 0", n)
+	}
+}
+
+// TestControlPorts: every connection type names the ports it drives from its own settings, so
+// a runtime moved to another port is what expose_port refuses.
+func TestControlPorts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  conn.Config
+		want []int
+	}{
+		{"gateway", conn.Config{Type: conn.TypeGateway, GatewayName: "gw", ServerPort: 8888}, []int{8888}},
+		{"direct, moved", conn.Config{Type: conn.TypeDirect, APIURL: "http://router.example:8080", ServerPort: 9000}, []int{9000}},
+		{"in-cluster", conn.Config{Type: conn.TypeInCluster, ServerPort: 8888}, []int{8888}},
+		{"sandboxd", conn.Config{Type: conn.TypeSandboxdInCluster, Mode: conn.ModePodIP, RESTPort: 8080, GRPCPort: 9090}, []int{8080, 9090}},
+		{"sandboxd, moved", conn.Config{Type: conn.TypeSandboxdInCluster, Mode: conn.ModeService, RESTPort: 18080, GRPCPort: 19090}, []int{18080, 19090}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := conn.New(tc.cfg, nopGateway{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			p, ok := c.(conn.Porter)
+			if !ok {
+				t.Fatalf("%T is not a Porter", c)
+			}
+			var got []int
+			for _, cp := range p.ControlPorts() {
+				if cp.What == "" || cp.Hands == "" {
+					t.Errorf("port %d says neither what it is nor what it hands out: %+v", cp.Port, cp)
+				}
+				got = append(got, cp.Port)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("control ports %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -21,6 +21,32 @@ type PortEndpoint struct {
 // (in-cluster, sandboxd). The program must listen on the pod's address, not only 127.0.0.1.
 type Porter interface {
 	Port(ctx context.Context, t Target, port int) (PortEndpoint, error)
+	// ControlPorts are the ports this connection itself talks to in every sandbox: the
+	// runtime's, whose URL would hand out what only the tools should do.
+	ControlPorts() []ControlPort
+}
+
+// ControlPort is a port of the sandbox's runtime that this server drives. The settings that
+// point the connection at it (K8S_SANDBOX_CONNECTION__*_PORT) are the one place that says
+// which ports they are, so a runtime moved to another port is still refused.
+type ControlPort struct {
+	Port  int
+	What  string // what listens there and what it does, e.g. "sandboxd's gRPC port (it runs commands)"
+	Hands string // what a URL to it would give away, e.g. "command execution"
+}
+
+// ControlPorts of the python runtime: the one port its /execute and file endpoints share.
+func (p *pyConn) ControlPorts() []ControlPort {
+	return []ControlPort{{Port: p.serverPort, What: "the sandbox runtime's control port (it runs commands)", Hands: "command execution"}}
+}
+
+// ControlPorts of sandboxd. On agent-sandbox v0.5 a forwarder sidecar listens on these same
+// ports of the pod IP (sandboxd itself only on 127.0.0.1), so they cover it too.
+func (s *sandboxdConn) ControlPorts() []ControlPort {
+	return []ControlPort{
+		{Port: s.restPort, What: "sandboxd's REST port (it reads and writes the sandbox's files)", Hands: "the sandbox's files"},
+		{Port: s.grpcPort, What: "sandboxd's gRPC port (it runs commands)", Hands: "command execution"},
+	}
 }
 
 func (p *pyConn) Port(ctx context.Context, t Target, port int) (PortEndpoint, error) {

@@ -43,8 +43,9 @@ func TestLayering(t *testing.T) {
 		{"internal/tracing", nil, []string{mcpgo}},
 		{"bench/load", nil, []string{gosdk}},
 		// A test OIDC issuer, and the principal and owner label functions and label keys, to find what a
-		// principal owns; the load generator and its round-robin front.
-		{"internal/e2e", []string{"internal/localstack", "internal/auth", "internal/auth/authtest", "internal/owner", "kube", "bench/load"}, []string{gosdk}},
+		// principal owns; the load generator and its round-robin front; the bound an unexposed
+		// stream is held to (ports.StreamsEndWithin).
+		{"internal/e2e", []string{"internal/localstack", "internal/auth", "internal/auth/authtest", "internal/owner", "internal/ports", "kube", "bench/load"}, []string{gosdk}},
 	}
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))

@@ -39,7 +39,7 @@ func exposeTool(d Deps) server.ServerTool {
 			"(not only 127.0.0.1). Over HTTP the URL is a path under this server and needs the same credentials as the MCP "+
 			"endpoint, so links must be relative; over stdio it is a port on 127.0.0.1 of this machine. It ends with "+
 			"unexpose_port or when the sandbox is deleted. Calling it again gives a new URL; the earlier ones keep working "+
-			"until unexpose_port."),
+			"until unexpose_port. The sandbox runtime's own ports, which this server drives, are refused."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "port"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port the program listens on in the sandbox"),
 		})),

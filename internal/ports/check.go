@@ -44,7 +44,7 @@ func (r *Registry) check(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	for c := range held {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, confirmWithin)
 		_, exposed, err := r.store.Exposed(cctx, c.namespace, c.claim, false)
 		if err == nil && !r.wouldEnd(c, exposed) {
 			cancel()

@@ -26,9 +26,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/singleflight"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
@@ -37,9 +40,28 @@ import (
 // PathPrefix is where exposures live on the HTTP server.
 const PathPrefix = "/ports/"
 
-// checkEvery is how often open requests and listeners are checked against their claims
-// (from the watch cache), so an exposure ended by another replica ends here too.
-const checkEvery = 2 * time.Second
+// Bounds of the proxy; README's numbers and the tests take theirs from here.
+const (
+	// StreamsEndWithin is how soon an exposure ended through another replica ends the open
+	// requests and listeners this one holds: a check every checkEvery, the watch's delay in
+	// showing the change to the cache, and the API read that confirms it (at most
+	// confirmWithin) together stay inside it. Through the replica that ended it, at once.
+	// Exported for the e2e test that holds the running server to it.
+	StreamsEndWithin = 2 * time.Second
+	checkEvery       = StreamsEndWithin / 4
+	confirmWithin    = StreamsEndWithin / 2
+	// readFor: an API read of a claim, made for a token its watch cache did not know,
+	// answers the claim's next such reads for this long; once it has refused a token (or the
+	// claim was not found), it refuses the tokens it lacks before any read. So a flood of
+	// wrong tokens costs one API read per claim per readFor instead of one or two per
+	// request. A URL exposed through another replica in that time, after the read, is refused
+	// until the read expires.
+	readFor = time.Second
+	// maxReads bounds the claims remembered so (least recently added go first).
+	maxReads = 1024
+	// lookupWithin bounds a request's read of its claim.
+	lookupWithin = 10 * time.Second
+)
 
 // Store records exposures on the claims (kube.Client implements it).
 type Store interface {
@@ -63,6 +85,21 @@ type Registry struct {
 	base      string // HTTP: the server's URL; "": a loopback listener per exposed port
 	listeners map[key]*listener
 	open      map[*openRequest]struct{}
+	// apiReads holds, per claimRef, its *apiRead for readFor. apimachinery's LRU expiring
+	// cache does the bounding and the expiry.
+	apiReads *utilcache.LRUExpireCache
+	reads    singleflight.Group // claim reads of concurrent requests
+}
+
+// apiRead is what the last API read of a claim found: the claim and its exposures, or err,
+// the claim's kube.ErrNotFound.
+type apiRead struct {
+	claim   kube.Claim
+	exposed map[int]kube.Exposure
+	err     error
+	// refused: a token was refused by this read, so it was not (only) the watch cache
+	// lagging behind a new URL, and the tokens it lacks are refused before any read.
+	refused atomic.Bool
 }
 
 // key names one exposed port.
@@ -90,7 +127,7 @@ func New(store Store, porter conn.Porter, principal PrincipalFunc, log zerolog.L
 		principal = func(context.Context) string { return "" }
 	}
 	return &Registry{store: store, porter: porter, principal: principal, log: log,
-		listeners: map[key]*listener{}, open: map[*openRequest]struct{}{}}
+		listeners: map[key]*listener{}, open: map[*openRequest]struct{}{}, apiReads: utilcache.NewLRUExpireCache(maxReads)}
 }
 
 // SetBase makes later exposures paths under base (the HTTP server's URL, no trailing slash).
@@ -105,9 +142,24 @@ func hashToken(tok string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ControlPortError refuses a port the connection drives itself (conn.Porter.ControlPorts):
+// its URL would give whoever holds it what the tools guard, e.g. commands through the python
+// runtime's /execute, with no MCP call, audit Event or session in between.
+type ControlPortError struct{ conn.ControlPort }
+
+func (e *ControlPortError) Error() string {
+	return fmt.Sprintf("port %d is %s; exposing it would hand out %s — expose your application's port instead",
+		e.Port, e.What, e.Hands)
+}
+
 // Expose returns a new URL for port of the owner's claim. Earlier URLs of the port keep
 // working (the newest few; see kube.Exposure) until unexpose_port.
 func (r *Registry) Expose(ctx context.Context, owner, namespace, claim string, port int) (string, error) {
+	for _, cp := range r.porter.ControlPorts() {
+		if cp.Port == port {
+			return "", &ControlPortError{cp}
+		}
+	}
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("ports: token: %w", err)
@@ -116,6 +168,7 @@ func (r *Registry) Expose(ctx context.Context, owner, namespace, claim string, p
 	if err := r.store.Expose(ctx, namespace, claim, owner, port, r.principal(ctx), hashToken(tok)); err != nil {
 		return "", err
 	}
+	r.apiReads.Remove(claimRef{namespace, claim}) // the tokens it remembers lack this one
 	k := key{namespace: namespace, claim: claim, port: port}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -227,19 +280,71 @@ func (r *Registry) Handler() http.Handler {
 	})
 }
 
-// lookup returns the claim and the exposure of k's port (zero when not exposed).
-func (r *Registry) lookup(ctx context.Context, k key, fresh bool) (kube.Claim, kube.Exposure, error) {
-	c, exposed, err := r.store.Exposed(ctx, k.namespace, k.claim, fresh)
+// authorize returns the claim and the exposure of k's port, asking the API when the watch
+// cache does not know the token th (exposed through another replica a moment ago?). After
+// that read refused a token, the tokens it lacks are refused for readFor without another read,
+// of the API or of the cache (which reads the API too while this process's own exposure is
+// new: kube.Client.Exposed).
+func (r *Registry) authorize(ctx context.Context, k key, th string) (kube.Claim, kube.Exposure, error) {
+	ref := claimRef{k.namespace, k.claim}
+	if a := r.apiRead(ref); a != nil && (a.err != nil || a.refused.Load() && !a.exposed[k.port].Valid(th)) {
+		return kube.Claim{}, kube.Exposure{}, a.err
+	}
+	c, exposed, err := r.read(ctx, ref, false)
+	if err != nil || exposed[k.port].Valid(th) {
+		return c, exposed[k.port], err
+	}
+	c, exposed, err = r.read(ctx, ref, true)
+	if a := r.apiRead(ref); err == nil && !exposed[k.port].Valid(th) && a != nil {
+		a.refused.Store(true)
+	}
 	return c, exposed[k.port], err
+}
+
+// apiRead returns the API read of ref that still answers for it, or nil.
+func (r *Registry) apiRead(ref claimRef) *apiRead {
+	v, _ := r.apiReads.Get(ref)
+	a, _ := v.(*apiRead)
+	return a
+}
+
+// claimRead is one read of a claim's exposures.
+type claimRead struct {
+	claim   kube.Claim
+	exposed map[int]kube.Exposure
+}
+
+// read returns ref's exposures from the watch cache, or from the API when fresh. Concurrent
+// requests for one claim share one read, and a fresh one (or a "not found") is remembered for
+// readFor and answers the fresh reads after it: so a burst of wrong tokens costs what one
+// does. The read outlives the request that started it (the others wait for it too), bounded by
+// lookupWithin.
+func (r *Registry) read(ctx context.Context, ref claimRef, fresh bool) (kube.Claim, map[int]kube.Exposure, error) {
+	ch := r.reads.DoChan(fmt.Sprintf("%t/%s/%s", fresh, ref.namespace, ref.claim), func() (any, error) {
+		if a := r.apiRead(ref); a != nil && (fresh || a.err != nil) {
+			return claimRead{claim: a.claim, exposed: a.exposed}, a.err
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupWithin)
+		defer cancel()
+		c, exposed, err := r.store.Exposed(rctx, ref.namespace, ref.claim, fresh)
+		if errors.Is(err, kube.ErrNotFound) || fresh && err == nil {
+			r.apiReads.Add(ref, &apiRead{claim: c, exposed: exposed, err: err}, readFor)
+		}
+		return claimRead{claim: c, exposed: exposed}, err
+	})
+	select {
+	case res := <-ch:
+		v, _ := res.Val.(claimRead)
+		return v.claim, v.exposed, res.Err
+	case <-ctx.Done():
+		return kube.Claim{}, nil, ctx.Err()
+	}
 }
 
 // serve checks the token and the caller against the claim's record, then proxies.
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, path string) {
 	th := hashToken(tok)
-	c, e, err := r.lookup(req.Context(), k, false)
-	if err == nil && !e.Valid(th) {
-		c, e, err = r.lookup(req.Context(), k, true) // exposed through another replica a moment ago?
-	}
+	c, e, err := r.authorize(req.Context(), k, th)
 	if err != nil && !errors.Is(err, kube.ErrNotFound) {
 		http.Error(w, "looking up the sandbox: "+err.Error(), http.StatusBadGateway)
 		return

@@ -3,6 +3,7 @@ package ports
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,8 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
@@ -25,6 +29,18 @@ type fakeStore struct {
 	lagging bool // the cache has not seen the exposures yet: only a fresh read has them
 	gone    map[string]bool
 	exposed map[string]map[int]kube.Exposure
+	// watchLag keeps cached reads on the exposures an Unexpose removed for this long, as a
+	// watch shows a change a little after the API has it.
+	watchLag   time.Duration
+	before     map[string]map[int]kube.Exposure
+	staleUntil time.Time
+	unexposes  int // Unexpose calls that found the claim
+	// cacheBypassed: cached reads go to the API, as kube.Client's do for a claim this process
+	// has just patched.
+	cacheBypassed bool
+	// apiReads counts the reads kube.Client would send to the API: fresh ones, and those of a
+	// claim the cache does not hold.
+	apiReads int
 }
 
 func (f *fakeStore) owned(name, owner string) error {
@@ -54,7 +70,12 @@ func (f *fakeStore) Unexpose(_ context.Context, ns, name, owner string, port int
 	if err := f.owned(name, owner); err != nil {
 		return false, err
 	}
+	f.unexposes++
 	n := len(f.exposed[name])
+	if f.watchLag > 0 {
+		f.before = map[string]map[int]kube.Exposure{name: maps.Clone(f.exposed[name])}
+		f.staleUntil = time.Now().Add(f.watchLag)
+	}
 	for p := range f.exposed[name] {
 		if port == 0 || p == port {
 			delete(f.exposed[name], p)
@@ -66,8 +87,14 @@ func (f *fakeStore) Unexpose(_ context.Context, ns, name, owner string, port int
 func (f *fakeStore) Exposed(_ context.Context, ns, name string, fresh bool) (kube.Claim, map[int]kube.Exposure, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if fresh || f.gone[name] || f.cacheBypassed {
+		f.apiReads++
+	}
 	if err := f.owned(name, "alice"); err != nil {
 		return kube.Claim{}, nil, err
+	}
+	if old, ok := f.before[name]; ok && !fresh && time.Now().Before(f.staleUntil) {
+		return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, maps.Clone(old), nil
 	}
 	if f.lagging && !fresh {
 		return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, nil, nil
@@ -75,8 +102,16 @@ func (f *fakeStore) Exposed(_ context.Context, ns, name string, fresh bool) (kub
 	return kube.Claim{Namespace: ns, Name: name, SandboxName: name + "-sbx"}, maps.Clone(f.exposed[name]), nil
 }
 
-// fakePorter sends every port to the test's "sandbox" server, with a routing header.
+// fakePorter sends every port to the test's "sandbox" server, with a routing header; its
+// runtime is driven on 8888 and 9090.
 type fakePorter struct{ base *url.URL }
+
+func (fakePorter) ControlPorts() []conn.ControlPort {
+	return []conn.ControlPort{
+		{Port: 8888, What: "the sandbox runtime's control port (it runs commands)", Hands: "command execution"},
+		{Port: 9090, What: "sandboxd's gRPC port (it runs commands)", Hands: "command execution"},
+	}
+}
 
 func (p fakePorter) Port(_ context.Context, t conn.Target, port int) (conn.PortEndpoint, error) {
 	h := http.Header{}
@@ -231,6 +266,17 @@ func TestExposedElsewhereAMomentAgo(t *testing.T) {
 	if code, _ := get(t, strings.Replace(u, url1, url2, 1)); code != http.StatusOK {
 		t.Errorf("through the other replica while its cache lags: %d", code)
 	}
+	// That read refused nothing, so it does not hide the next URL once the cache has it.
+	store.mu.Lock()
+	store.lagging = false
+	store.mu.Unlock()
+	next, err := r1.Expose(context.Background(), "alice", "ns", "c4", 8081)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, strings.Replace(next, url1, url2, 1)); code != http.StatusOK {
+		t.Errorf("the next URL through the other replica: %d", code)
+	}
 }
 
 // An exposure ended through one replica ends the streams another replica is proxying.
@@ -311,5 +357,185 @@ func TestCheckDoesNotEndWhatALaggingCacheMisses(t *testing.T) {
 	}
 	if found, err := r.Unexpose(context.Background(), "alice", "ns", "c5", 0); !found || err != nil {
 		t.Fatalf("unexpose: %v %v", found, err)
+	}
+}
+
+// The runtime's own ports are refused with the reason, before anything is recorded on the claim.
+func TestExposeRefusesControlPorts(t *testing.T) {
+	r, _, store := setup(t)
+	for _, tc := range []struct {
+		port int
+		want string // "" means exposed
+	}{
+		{8888, "port 8888 is the sandbox runtime's control port (it runs commands); exposing it would hand out command execution — expose your application's port instead"},
+		{9090, "port 9090 is sandboxd's gRPC port (it runs commands)"},
+		{8080, ""},
+	} {
+		t.Run(fmt.Sprint(tc.port), func(t *testing.T) {
+			_, err := r.Expose(context.Background(), "alice", "ns", "c6", tc.port)
+			var cpe *ControlPortError
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("expose %d: %v", tc.port, err)
+				}
+				return
+			}
+			if !errors.As(err, &cpe) || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("expose %d: %v, want %q", tc.port, err, tc.want)
+			}
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			if _, ok := store.exposed["c6"][tc.port]; ok {
+				t.Errorf("port %d was recorded on the claim", tc.port)
+			}
+		})
+	}
+}
+
+// A flood of wrong tokens, or of a name with no claim, costs one API read per claim per
+// readFor, not one per request; a URL the cache knows keeps working through it.
+func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
+	const requests = 300
+	for _, tc := range []struct {
+		name          string
+		claim         string
+		cacheBypassed bool
+		workers       int // sending the flood at once
+		maxReads      int // for the whole flood, and as many again after readFor
+	}{
+		{"wrong token of an exposed port", "c7", false, 1, 1},
+		{"claim that is not there", "c8", false, 1, 1},
+		{"wrong token right after this replica exposed the port", "c7", true, 1, 2},
+		{"wrong tokens at once", "c7", false, 20, 1},
+		{"claim that is not there, at once", "c8", false, 20, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _, store := setup(t)
+			base := serveHTTP(t, r)
+			clock := clocktesting.NewFakeClock(time.Now())
+			r.apiReads = utilcache.NewLRUExpireCacheWithClock(maxReads, clock)
+			good, err := r.Expose(context.Background(), "alice", "ns", "c7", 8080)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store.mu.Lock()
+			store.gone["c8"] = true
+			store.cacheBypassed = tc.cacheBypassed
+			store.apiReads = 0
+			store.mu.Unlock()
+			reads := func() int { store.mu.Lock(); defer store.mu.Unlock(); return store.apiReads }
+			wrong := fmt.Sprintf("%s%sns/%s/8080/", base, PathPrefix, tc.claim)
+			var wg sync.WaitGroup
+			codes := make([]int, requests)
+			for w := range tc.workers {
+				wg.Go(func() {
+					for i := w; i < requests; i += tc.workers {
+						resp, err := http.Get(fmt.Sprintf("%swrong-%d/", wrong, i))
+						if err == nil {
+							codes[i] = resp.StatusCode
+							resp.Body.Close()
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for i, code := range codes {
+				if code != http.StatusNotFound {
+					t.Fatalf("wrong token %d: %d", i, code)
+				}
+			}
+			if n := reads(); n > tc.maxReads {
+				t.Errorf("%d wrong tokens cost %d API reads, want at most %d", requests, n, tc.maxReads)
+			}
+			if code, _ := get(t, good+"x"); code != http.StatusOK {
+				t.Errorf("the exposed URL during the flood: %d", code)
+			}
+			store.mu.Lock()
+			store.apiReads = 0
+			store.mu.Unlock()
+			clock.Step(readFor + time.Millisecond)
+			get(t, wrong+"wrong-again/")
+			if n := reads(); n == 0 || n > tc.maxReads {
+				t.Errorf("after readFor: %d API reads, want 1 to %d", n, tc.maxReads)
+			}
+			again, err := r.Expose(context.Background(), "alice", "ns", "c7", 8080)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code, _ := get(t, again+"x"); code != http.StatusOK {
+				t.Errorf("a URL exposed through this replica after the flood: %d", code)
+			}
+		})
+	}
+}
+
+// A stream held open by the app is cut within StreamsEndWithin of unexpose_port, through the
+// replica that ended it and through another whose watch shows the change late.
+func TestUnexposeCutsStreamsWithinTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		other    bool          // the stream goes through the other replica
+		watchLag time.Duration // how late that replica's cache sees the unexpose
+	}{
+		{"same replica", false, 0},
+		{"other replica", true, 0},
+		{"other replica, watch late", true, checkEvery},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{gone: map[string]bool{}, exposed: map[string]map[int]kube.Exposure{}, watchLag: tc.watchLag}
+			cut := make(chan bool, 1) // whether the claim's record was gone when the app saw the cut
+			app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprint(w, "open\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+				store.mu.Lock()
+				defer store.mu.Unlock()
+				cut <- store.unexposes > 0
+			}))
+			t.Cleanup(app.Close)
+			u, _ := url.Parse(app.URL)
+			r1 := New(store, fakePorter{base: u}, nil, zerolog.Nop())
+			r2 := New(store, fakePorter{base: u}, nil, zerolog.Nop())
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			go r1.Run(ctx)
+			go r2.Run(ctx)
+			url1, url2 := serveHTTP(t, r1), serveHTTP(t, r2)
+			exposed, err := r1.Expose(ctx, "alice", "ns", "c9", 8080)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.other {
+				exposed = strings.Replace(exposed, url1, url2, 1)
+			}
+			resp, err := http.Get(exposed + "hold")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				_, _ = io.Copy(io.Discard, resp.Body)
+			}()
+			if found, err := r1.Unexpose(ctx, "alice", "ns", "c9", 0); !found || err != nil {
+				t.Fatalf("unexpose: %v %v", found, err)
+			}
+			// Generous against a slow machine; a stream that outlives the checks hangs here.
+			wait := time.After(2*StreamsEndWithin + time.Second)
+			select {
+			case afterUnexpose := <-cut:
+				if !afterUnexpose {
+					t.Error("the stream was cut before unexpose_port removed the exposure")
+				}
+			case <-wait:
+				t.Fatalf("the app's stream was still open %v after unexpose_port", 2*StreamsEndWithin+time.Second)
+			}
+			select {
+			case <-ended:
+			case <-wait:
+				t.Fatal("the client's stream did not end")
+			}
+		})
 	}
 }
