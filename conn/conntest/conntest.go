@@ -107,6 +107,17 @@ func (e env) mustSh(cmd string) string {
 	return out
 }
 
+// mustScript runs a shell script with args as $1..., never spliced into its text, and
+// requires exit 0.
+func (e env) mustScript(script string, args ...string) string {
+	e.t.Helper()
+	out, errOut, res, err := e.exec(e.ctx(), conn.ExecRequest{Argv: append([]string{"/bin/sh", "-c", script, "sh"}, args...)})
+	if err != nil || res.ExitCode != 0 {
+		e.t.Fatalf("script %q %q: exit %d, %v, stdout %q, stderr %q", script, args, res.ExitCode, err, out, errOut)
+	}
+	return out
+}
+
 func testEcho(t *testing.T, newConn NewConn) {
 	e := setup(t, newConn)
 	out, errOut, code := e.sh("echo hello")
