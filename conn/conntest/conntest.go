@@ -50,6 +50,7 @@ func Run(t *testing.T, newConn NewConn) {
 		{"List", testList},
 		{"ListErrors", testListErrors},
 		{"Exists", testExists},
+		{"PathsAboveTheWorkingDirectory", testPathsAbove},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newConn) })
 	}
