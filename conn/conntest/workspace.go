@@ -26,6 +26,7 @@ var workspaceCases = []struct {
 	{"WorkspaceEditParentSwappedForLink", testEditSwappedParent},
 	{"WorkspaceSearch", testSearch},
 	{"WorkspaceMkdirMoveRemove", testMkdirMoveRemove},
+	{"WorkspaceMkdirParentSwappedForLink", testMkdirSwappedParent},
 	{"WorkspaceArchives", testArchives},
 }
 
@@ -131,6 +132,28 @@ printf '#!/bin/sh\nmv d d.real && ln -s "%s" d\nexec "%s" "$@"\n' "$1" "$2" > .s
 	}
 	if got := e.mustScript(`cat "$1/f.txt"; ls -A "$1"; readlink d; cat d.real/f.txt`, out); got != "x\nf.txt\n"+out+"\nx\n" {
 		t.Errorf("outside file, outside directory, the swapped link and the real file: %q", got)
+	}
+}
+
+// testMkdirSwappedParent: as testEditSwappedParent for make_directory, with the swap done
+// by a realpath ahead of the real one, right after the script's check.
+func testMkdirSwappedParent(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	out := e.outsideDir()
+	rp := strings.TrimSpace(e.mustSh("command -v realpath"))
+	base := strings.TrimSpace(e.mustSh("pwd -P"))
+	path := strings.TrimSpace(e.mustSh(`printf %s "$PATH"`))
+	e.mustScript(`mkdir d .shim &&
+printf '#!/bin/sh\n"%s" "$@"; c=$?\n[ -e .swapped ] || { touch .swapped; mv d d.real && ln -s "%s" d; }\nexit $c\n' "$2" "$1" > .shim/realpath && chmod +x .shim/realpath`, out, rp)
+	fs := workspace.FS{Exec: pathExec{c: e.c, path: base + "/.shim:" + path}}
+	if err := fs.MakeDir(e.ctx(), e.tg, "d/new/deeper"); !errors.Is(err, conn.ErrDenied) {
+		t.Errorf("mkdir with its parent swapped for a link out: %v, want ErrDenied", err)
+	}
+	if got := e.mustScript(`ls -A "$1"; readlink d`, out); got != out+"\n" {
+		t.Errorf("outside directory, then the swapped link: %q", got)
+	}
+	if err := (workspace.FS{Exec: e.c}).MakeDir(e.ctx(), e.tg, "d.real/new/deeper"); err != nil {
+		t.Errorf("mkdir of an ordinary path: %v", err)
 	}
 }
 

@@ -140,9 +140,23 @@ else
 fi`
 
 // mkdirScript: $1 path. Answers OK or EXISTS (a file is in the way).
+//
+// mkdir -p would follow a directory swapped for a link after res's check, so the script
+// creates the resolved path one directory at a time, entering each and checking where it
+// physically is before creating the next: a link found on the way is refused, and every
+// mkdir runs relative to a directory known to be inside.
 const mkdirScript = prelude + `res "$1"
 [ -e "$R" ] && [ ! -d "$R" ] && { echo EXISTS; exit 0; }
-mkdir -p -- "$R" && echo OK`
+cd -P -- "$base" || exit 1
+set -f; IFS=/
+for seg in ${R#"$base"}; do
+  [ -n "$seg" ] || continue
+  [ -L "$seg" ] && { echo DENIED; exit 0; }
+  [ -d "$seg" ] || mkdir -- "$seg" || [ -d "$seg" ] || { [ -e "$seg" ] && echo EXISTS && exit 0; exit 1; }
+  cd -P -- "$seg" || exit 1
+  inside "$(pwd -P)"
+done
+echo OK`
 
 // moveScript: $1 from, $2 to, $3 overwrite (1/0). Links are moved, not followed. Answers OK,
 // NOTFOUND or EXISTS.
