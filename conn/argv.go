@@ -27,11 +27,34 @@ func execArgv(req ExecRequest) ([]string, error) {
 // teeScript runs the rest of its arguments with stdout and stderr copied to files in $1,
 // keeping the exit code. It runs before any cd of cwdEnvScript, so $1 is relative to the
 // runtime's working directory.
-const teeScript = `d=$1; shift; mkdir -p -- "$d" && rm -f -- "$d/.o" "$d/.e" && mkfifo -- "$d/.o" "$d/.e" || exit 125
-tee -- "$d/stdout" < "$d/.o" & a=$!
-tee -- "$d/stderr" < "$d/.e" >&2 & b=$!
-"$@" > "$d/.o" 2> "$d/.e"; c=$?
-wait $a $b; rm -f -- "$d/.o" "$d/.e"; exit $c`
+//
+// $1 lies under the server's own state directory (.k8s-sandbox-mcp), which anything in the
+// sandbox may replace with a link to anywhere. So no part of $1 may be a link; once
+// created, the script enters $1 and checks where it physically is, then opens the fifos
+// from inside it and unlinks them: from then on every write goes through that directory or
+// those descriptors, whatever its path is swapped for.
+const teeScript = `d=$1; shift; base=$(pwd -P) || exit 125
+fail() { echo "cannot save the output in $d: $1; the command did not run" >&2; exit 125; }
+set -f; IFS=/; cur=.
+for seg in $d; do
+  [ -n "$seg" ] || continue
+  cur=$cur/$seg
+  if [ -L "$cur" ]; then fail "${cur#./} is a symbolic link, which could lead outside the working directory (remove it: the directory is created anew)"
+  elif [ -e "$cur" ]; then [ -d "$cur" ] || fail "${cur#./} is not a directory (remove it: the directory is created anew)"
+  else mkdir -- "$cur" || fail "cannot create ${cur#./}"; fi
+done
+unset IFS; set +f
+cd -P -- "$d" || fail "cannot enter it"
+[ "$base" = / ] || case $(pwd -P) in "$base"/*) ;; *) fail "it leads outside the working directory" ;; esac
+rm -f -- .o .e stdout stderr && mkfifo -- .o .e || exit 125
+tee stdout < .o & a=$!
+tee stderr < .e >&2 & b=$!
+exec 3> .o 4> .e
+rm -f -- .o .e
+cd -- "$base" || exit 125
+"$@" >&3 2>&4 3>&- 4>&-; c=$?
+exec 3>&- 4>&-
+wait $a $b; exit $c`
 
 // withSavedOutput wraps argv to keep its output in req.SaveOutput; argv as is without it.
 func withSavedOutput(req ExecRequest, argv []string) []string {

@@ -37,7 +37,11 @@ func statusError(op string, resp *http.Response) error {
 	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
 		sentinel = ErrUnreachable
 	case code >= 300 && code < 400:
-		return fmt.Errorf("%s: unexpected redirect (HTTP %d to %q); redirects are not followed", op, code, resp.Header.Get("Location"))
+		// Both runtimes redirect only a path they clean up themselves ("." or ".." segments
+		// that reach the URL), so the advice is about the path, not the network.
+		return fmt.Errorf("%s: the sandbox's runtime answered with a redirect (HTTP %d to %q), which it does for a path it rewrites, "+
+			"such as one made of '.' or '..' segments; redirects are not followed: name the path inside the working directory "+
+			"without them", op, code, resp.Header.Get("Location"))
 	}
 	if sentinel != nil {
 		return fmt.Errorf("%s: %w (HTTP %d: %s)", op, sentinel, code, msg)

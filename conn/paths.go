@@ -64,7 +64,7 @@ func uploadPath(p string) (string, error) {
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == ".." {
-			return "", fmt.Errorf("upload path %q contains a '..' segment: use a path inside the sandbox working directory", p)
+			return "", fmt.Errorf("upload path %q contains a '..' segment: %w (use a path inside the sandbox's working directory)", p, ErrDenied)
 		}
 	}
 	rel := strings.TrimPrefix(path.Clean("/"+p), "/")
@@ -72,4 +72,21 @@ func uploadPath(p string) (string, error) {
 		return "", fmt.Errorf("upload path %q names the root directory: name a file", p)
 	}
 	return rel, nil
+}
+
+// filePath checks the path of Download, List and Exists and returns the one to send. As in
+// the runtimes, a leading '/' is relative to the working directory. A path whose '..'
+// segments climb above it is refused here, before any request, with the error the other file
+// tools give: the runtimes answer it unevenly (403, or for ".." alone a redirect, as Go's
+// ServeMux cleans "/v1/files/.."). The working directory itself is sent as "", since "."
+// alone would be redirected too; any other path goes as given, '/' encoded.
+func filePath(op, p string) (string, error) {
+	clean := path.Clean(strings.TrimLeft(p, "/"))
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("%s: %w (it leaves the sandbox's working directory)", op, ErrDenied)
+	}
+	if clean == "." {
+		return "", nil
+	}
+	return p, nil
 }

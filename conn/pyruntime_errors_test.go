@@ -71,7 +71,7 @@ func TestStatusMapping(t *testing.T) {
 		{504, map[string]string{"detail": "Timed out waiting for the backend sandbox: s"}, conn.ErrUnreachable, "Timed out"},
 		{500, map[string]string{"message": "List files failed: boom"}, nil, "List files failed: boom"},
 		{400, map[string]string{"detail": "Invalid sandbox ID format."}, nil, "Invalid sandbox ID format."},
-		{307, nil, nil, "redirect"},
+		{307, nil, nil, "answered with a redirect (HTTP 307 to \"/sandbox-router/list/elsewhere\"), which it does for a path it rewrites"},
 	} {
 		var hits atomic.Int32
 		srv, _ := startRouted(t, func(w http.ResponseWriter, r *http.Request) bool {
@@ -93,6 +93,34 @@ func TestStatusMapping(t *testing.T) {
 		if hits.Load() != 1 {
 			t.Errorf("HTTP %d: %d requests, want 1 (no retries, no redirects followed)", tc.status, hits.Load())
 		}
+	}
+}
+
+// TestPathsAboveSendNoRequest: a path out of the working directory is refused by the server
+// itself, so no runtime ever sees it (nor answers it with a redirect).
+func TestPathsAboveSendNoRequest(t *testing.T) {
+	var hits atomic.Int32
+	srv, _ := startRouted(t, func(http.ResponseWriter, *http.Request) bool {
+		hits.Add(1)
+		return false
+	})
+	c := directConn(t, srv)
+	for _, tc := range []struct {
+		op string
+		do func(p string) error
+	}{
+		{"Download", func(p string) error { _, err := c.Download(t.Context(), routedTarget, p, 10); return err }},
+		{"List", func(p string) error { _, err := c.List(t.Context(), routedTarget, p, 10); return err }},
+		{"Exists", func(p string) error { _, err := c.Exists(t.Context(), routedTarget, p); return err }},
+	} {
+		for _, p := range []string{"..", "../x", "a/../../b", "/.."} {
+			if err := tc.do(p); !errors.Is(err, conn.ErrDenied) {
+				t.Errorf("%s(%q): %v, want ErrDenied", tc.op, p, err)
+			}
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d requests reached the runtime, want none", n)
 	}
 }
 

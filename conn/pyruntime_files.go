@@ -109,9 +109,13 @@ func (p *pyConn) mkdirAll(ctx context.Context, t Target, dir string) error {
 
 func (p *pyConn) Download(ctx context.Context, t Target, file string, maxBytes int64) ([]byte, error) {
 	op := fmt.Sprintf("download %q", file)
+	send, err := filePath(op, file)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := withCallTimeout(ctx)
 	defer cancel()
-	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/download/" + runtimePath(file)})
+	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/download/" + runtimePath(send)})
 	if err != nil {
 		return nil, err
 	}
@@ -132,9 +136,13 @@ func (p *pyConn) Download(ctx context.Context, t Target, file string, maxBytes i
 
 func (p *pyConn) List(ctx context.Context, t Target, dir string, maxEntries int) (Listing, error) {
 	op := fmt.Sprintf("list %q", dir)
+	send, err := filePath(op, dir)
+	if err != nil {
+		return Listing{}, err
+	}
 	ctx, cancel := withCallTimeout(ctx)
 	defer cancel()
-	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/list/" + runtimePath(dir)})
+	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/list/" + runtimePath(send)})
 	if err != nil {
 		return Listing{}, err
 	}
@@ -155,9 +163,13 @@ func (p *pyConn) List(ctx context.Context, t Target, dir string, maxEntries int)
 
 func (p *pyConn) Exists(ctx context.Context, t Target, file string) (bool, error) {
 	op := fmt.Sprintf("exists %q", file)
+	send, err := filePath(op, file)
+	if err != nil {
+		return false, err
+	}
 	ctx, cancel := withCallTimeout(ctx)
 	defer cancel()
-	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/exists/" + runtimePath(file)})
+	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/exists/" + runtimePath(send)})
 	if err != nil {
 		return false, err
 	}

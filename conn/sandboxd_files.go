@@ -69,9 +69,13 @@ func (s *sandboxdConn) Upload(ctx context.Context, t Target, dest string, data [
 
 func (s *sandboxdConn) Download(ctx context.Context, t Target, file string, maxBytes int64) ([]byte, error) {
 	op := fmt.Sprintf("download %q", file)
+	send, err := filePath(op, file)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := withCallTimeout(ctx)
 	defer cancel()
-	resp, err := s.files(ctx, t, op, http.MethodGet, file, nil)
+	resp, err := s.files(ctx, t, op, http.MethodGet, send, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +92,13 @@ func (s *sandboxdConn) Download(ctx context.Context, t Target, file string, maxB
 
 func (s *sandboxdConn) List(ctx context.Context, t Target, dir string, maxEntries int) (Listing, error) {
 	op := fmt.Sprintf("list %q", dir)
+	send, err := filePath(op, dir)
+	if err != nil {
+		return Listing{}, err
+	}
 	ctx, cancel := withCallTimeout(ctx)
 	defer cancel()
-	resp, err := s.files(ctx, t, op, http.MethodGet, dir, nil)
+	resp, err := s.files(ctx, t, op, http.MethodGet, send, nil)
 	if err != nil {
 		return Listing{}, err
 	}
@@ -106,9 +114,13 @@ func (s *sandboxdConn) List(ctx context.Context, t Target, dir string, maxEntrie
 
 func (s *sandboxdConn) Exists(ctx context.Context, t Target, file string) (bool, error) {
 	op := fmt.Sprintf("exists %q", file)
+	send, err := filePath(op, file)
+	if err != nil {
+		return false, err
+	}
 	ctx, cancel := withCallTimeout(ctx)
 	defer cancel()
-	resp, err := s.files(ctx, t, op, http.MethodHead, file, nil)
+	resp, err := s.files(ctx, t, op, http.MethodHead, send, nil)
 	if err != nil {
 		return false, err
 	}

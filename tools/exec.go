@@ -151,7 +151,12 @@ func (d Deps) exec(ctx context.Context, req mcp.CallToolRequest, a execArgs) (*E
 	res := &ExecResult{ExitCode: r.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr,
 		StdoutTotalChars: out.StdoutTotalChars, StderrTotalChars: out.StderrTotalChars,
 		StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated, Note: exitNote(r.ExitCode)}
-	if creq.SaveOutput != "" {
+	switch {
+	case creq.SaveOutput != "" && r.ExitCode == 125 && strings.Contains(out.Stderr, "cannot save the output"):
+		// conn's wrapper refused the output directory (a link or a file in its place), so
+		// there are no files to point at and the command never started.
+		res.Note = "The command did not run: its output could not be saved (stderr says why). Fix that, or run it without save_full_output."
+	case creq.SaveOutput != "":
 		res.StdoutFile, res.StderrFile = path.Join(creq.SaveOutput, "stdout"), path.Join(creq.SaveOutput, "stderr")
 	}
 	if err != nil {

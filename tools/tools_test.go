@@ -180,6 +180,34 @@ func TestExecuteAppliesBudgetAndKeepsExitCode(t *testing.T) {
 	}
 }
 
+// TestExecuteSavedOutputRefused: when conn's wrapper refuses the output directory (exit 125
+// with its message), there are no files to name and the note says the command did not run;
+// a command's own exit 125 keeps its files.
+func TestExecuteSavedOutputRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, stderr string
+		refused      bool
+	}{
+		{"state directory is a link", "cannot save the output in .k8s-sandbox-mcp/output/x: .k8s-sandbox-mcp is a symbolic link; the command did not run", true},
+		{"the command's own 125", "podman: no such image", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.claims.add("default", "mine", testOwner)
+			h.conn.stderr, h.conn.exitCode = tc.stderr, 125
+			res := h.call(t, "execute_command", map[string]any{"sandbox_claim_name": "mine", "command": "make", "save_full_output": true})
+			if res.IsError {
+				t.Fatal(text(res))
+			}
+			var got ExecResult
+			decode(t, res.StructuredContent, &got)
+			if refused := got.StdoutFile == "" && strings.Contains(got.Note, "did not run"); refused != tc.refused || got.ExitCode != 125 {
+				t.Errorf("result %+v: refused %v, want %v", got, refused, tc.refused)
+			}
+		})
+	}
+}
+
 func TestExecuteArgvAndTimeout(t *testing.T) {
 	h := newHarness(t)
 	h.claims.add("default", "mine", testOwner)

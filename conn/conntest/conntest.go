@@ -37,6 +37,7 @@ func Run(t *testing.T, newConn NewConn) {
 		{"ExecArgvMissingProgram", testArgvMissing},
 		{"ExecCwdEnvStdin", testCwdEnvStdin},
 		{"ExecSaveOutput", testSaveOutput},
+		{"ExecSaveOutputRefusesLinks", testSaveOutputLinks},
 		{"ExecLargeOutput", testLargeOutput},
 		{"ExecConcurrent", testConcurrent},
 		{"ExecTimeoutKillsProcessGroup", testTimeoutKillsGroup},
@@ -49,6 +50,7 @@ func Run(t *testing.T, newConn NewConn) {
 		{"List", testList},
 		{"ListErrors", testListErrors},
 		{"Exists", testExists},
+		{"PathsAboveTheWorkingDirectory", testPathsAbove},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newConn) })
 	}
@@ -103,6 +105,17 @@ func (e env) mustSh(cmd string) string {
 	out, errOut, code := e.sh(cmd)
 	if code != 0 {
 		e.t.Fatalf("Exec(%q): exit %d, stdout %q, stderr %q", cmd, code, out, errOut)
+	}
+	return out
+}
+
+// mustScript runs a shell script with args as $1..., never spliced into its text, and
+// requires exit 0.
+func (e env) mustScript(script string, args ...string) string {
+	e.t.Helper()
+	out, errOut, res, err := e.exec(e.ctx(), conn.ExecRequest{Argv: append([]string{"/bin/sh", "-c", script, "sh"}, args...)})
+	if err != nil || res.ExitCode != 0 {
+		e.t.Fatalf("script %q %q: exit %d, %v, stdout %q, stderr %q", script, args, res.ExitCode, err, out, errOut)
 	}
 	return out
 }
@@ -327,5 +340,31 @@ func testSaveOutput(t *testing.T, newConn NewConn) {
 	}
 	if got := e.mustSh("cat keep/run1/stdout; cat keep/run1/stderr; ls -A keep/run1"); got != "1\n2\n3\n4\n5\noops\nstderr\nstdout\n" {
 		t.Fatalf("saved files: %q", got)
+	}
+}
+
+// testSaveOutputLinks: the directory for saved output lies under the server's state
+// directory, which the sandbox may have replaced with a link out of the working directory
+// (or a file). The command must not run and nothing may land outside.
+func testSaveOutputLinks(t *testing.T, newConn NewConn) {
+	for _, tc := range []struct {
+		name, setup, want string
+	}{
+		{"state directory is a link out", `ln -s "$1" .k8s-sandbox-mcp`, ".k8s-sandbox-mcp is a symbolic link"},
+		{"a directory under it is a link out", `mkdir .k8s-sandbox-mcp && ln -s "$1" .k8s-sandbox-mcp/output`, ".k8s-sandbox-mcp/output is a symbolic link"},
+		{"state directory is a file", `echo x > .k8s-sandbox-mcp`, ".k8s-sandbox-mcp is not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t, newConn)
+			out := e.outsideDir()
+			e.mustScript(tc.setup, out)
+			_, errOut, res, err := e.exec(e.ctx(), conn.ExecRequest{Command: "echo ran > ran.txt", SaveOutput: ".k8s-sandbox-mcp/output/run1"})
+			if err != nil || res.ExitCode != 125 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "the command did not run") {
+				t.Errorf("exec: stderr %q, %+v, %v; want exit 125 saying %q", errOut, res, err, tc.want)
+			}
+			if got := e.mustScript(`ls -A "$1"; ls ran.txt 2>/dev/null || true`, out); got != "" {
+				t.Errorf("outside the working directory, and the command's own file: %q, want nothing", got)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,6 +207,33 @@ func testExists(t *testing.T, newConn NewConn) {
 	} {
 		if got := e.exists(tc.path); got != tc.want {
 			t.Errorf("Exists(%q) = %v, want %v", tc.path, got, tc.want)
+		}
+	}
+}
+
+// testPathsAbove: a path climbing out of the working directory gets the confinement error
+// from Download, List and Exists alike (not a 403 here and a redirect there), and "." or a
+// path that climbs back to it is the working directory.
+func testPathsAbove(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	e.upload("sub/f.txt", []byte("x"))
+	for _, p := range []string{"..", "../", "/..", "../x", "/../x", "a/../../b", "sub/../.."} {
+		_, errD := e.c.Download(e.ctx(), e.tg, p, 1<<20)
+		_, errL := e.c.List(e.ctx(), e.tg, p, 10)
+		_, errE := e.c.Exists(e.ctx(), e.tg, p)
+		for op, err := range map[string]error{"Download": errD, "List": errL, "Exists": errE} {
+			if !errors.Is(err, conn.ErrDenied) || !strings.Contains(err.Error(), "leaves the sandbox's working directory") {
+				t.Errorf("%s(%q): %v, want ErrDenied: it leaves the sandbox's working directory", op, p, err)
+			}
+		}
+	}
+	for _, p := range []string{".", "./", "/.", "sub/..", "/"} {
+		l, err := e.c.List(e.ctx(), e.tg, p, 10)
+		if err != nil || !slices.ContainsFunc(l.Entries, func(en conn.Entry) bool { return en.Name == "sub" }) {
+			t.Errorf("List(%q) = %+v, %v; want the working directory", p, l, err)
+		}
+		if ok, err := e.c.Exists(e.ctx(), e.tg, p); err != nil || !ok {
+			t.Errorf("Exists(%q) = %v, %v; want true", p, ok, err)
 		}
 	}
 }

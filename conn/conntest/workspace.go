@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"io"
 	"slices"
@@ -23,8 +24,10 @@ var workspaceCases = []struct {
 }{
 	{"WorkspaceReadLines", testReadLines},
 	{"WorkspaceEdit", testEdit},
+	{"WorkspaceEditParentSwappedForLink", testEditSwappedParent},
 	{"WorkspaceSearch", testSearch},
 	{"WorkspaceMkdirMoveRemove", testMkdirMoveRemove},
+	{"WorkspaceMkdirParentSwappedForLink", testMkdirSwappedParent},
 	{"WorkspaceArchives", testArchives},
 	{"WorkspaceArchivesAtomic", testArchivesAtomic},
 }
@@ -82,6 +85,77 @@ func testEdit(t *testing.T, newConn NewConn) {
 	e.mustSh("ln -s / root")
 	if _, err = fs.EditFile(e.ctx(), e.tg, "root/etc/hostname", "a", "b", false, 0); !errors.Is(err, conn.ErrDenied) {
 		t.Fatalf("edit through a link out: %v", err)
+	}
+}
+
+// pathExec adds PATH to every request, so a test can put its own programs before the
+// sandbox's.
+type pathExec struct {
+	c    conn.Conn
+	path string
+}
+
+func (x pathExec) Exec(ctx context.Context, t conn.Target, req conn.ExecRequest) (conn.ExecResult, error) {
+	req.Env = map[string]string{"PATH": x.path}
+	return x.c.Exec(ctx, t, req)
+}
+
+// outsideDir makes a directory outside the working directory (removed after the test),
+// where nothing a file tool does may land.
+func (e env) outsideDir() string {
+	e.t.Helper()
+	dir := strings.TrimSpace(e.mustSh("mktemp -d"))
+	e.t.Cleanup(func() {
+		// t.Context() is already cancelled when cleanups run.
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		var sink bytes.Buffer
+		_, _ = e.c.Exec(ctx, e.tg, conn.ExecRequest{Argv: []string{"rm", "-rf", "--", dir}, Stdout: &sink, Stderr: &sink})
+	})
+	return dir
+}
+
+// testEditSwappedParent swaps a directory on the path for a link out of the working
+// directory after the edit's check and before its write, the race an attacker in the
+// sandbox can win: a python3 ahead of the real one on PATH does the swap, so the race is
+// won every time. The edit must be refused and the file outside left alone.
+func testEditSwappedParent(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	out := e.outsideDir()
+	py := strings.TrimSpace(e.mustSh("command -v python3"))
+	base := strings.TrimSpace(e.mustSh("pwd -P"))
+	path := strings.TrimSpace(e.mustSh(`printf %s "$PATH"`))
+	e.mustScript(`mkdir d .shim && printf 'x\n' > d/f.txt && printf 'x\n' > "$1/f.txt" &&
+printf '#!/bin/sh\nmv d d.real && ln -s "%s" d\nexec "%s" "$@"\n' "$1" "$2" > .shim/python3 && chmod +x .shim/python3`, out, py)
+	fs := workspace.FS{Exec: pathExec{c: e.c, path: base + "/.shim:" + path}}
+	_, err := fs.EditFile(e.ctx(), e.tg, "d/f.txt", "x", "y", false, 0)
+	if !errors.Is(err, conn.ErrDenied) {
+		t.Errorf("edit with its directory swapped for a link out: %v, want ErrDenied", err)
+	}
+	if got := e.mustScript(`cat "$1/f.txt"; ls -A "$1"; readlink d; cat d.real/f.txt`, out); got != "x\nf.txt\n"+out+"\nx\n" {
+		t.Errorf("outside file, outside directory, the swapped link and the real file: %q", got)
+	}
+}
+
+// testMkdirSwappedParent: as testEditSwappedParent for make_directory, with the swap done
+// by a realpath ahead of the real one, right after the script's check.
+func testMkdirSwappedParent(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	out := e.outsideDir()
+	rp := strings.TrimSpace(e.mustSh("command -v realpath"))
+	base := strings.TrimSpace(e.mustSh("pwd -P"))
+	path := strings.TrimSpace(e.mustSh(`printf %s "$PATH"`))
+	e.mustScript(`mkdir d .shim &&
+printf '#!/bin/sh\n"%s" "$@"; c=$?\n[ -e .swapped ] || { touch .swapped; mv d d.real && ln -s "%s" d; }\nexit $c\n' "$2" "$1" > .shim/realpath && chmod +x .shim/realpath`, out, rp)
+	fs := workspace.FS{Exec: pathExec{c: e.c, path: base + "/.shim:" + path}}
+	if err := fs.MakeDir(e.ctx(), e.tg, "d/new/deeper"); !errors.Is(err, conn.ErrDenied) {
+		t.Errorf("mkdir with its parent swapped for a link out: %v, want ErrDenied", err)
+	}
+	if got := e.mustScript(`ls -A "$1"; readlink d`, out); got != out+"\n" {
+		t.Errorf("outside directory, then the swapped link: %q", got)
+	}
+	if err := (workspace.FS{Exec: e.c}).MakeDir(e.ctx(), e.tg, "d.real/new/deeper"); err != nil {
+		t.Errorf("mkdir of an ordinary path: %v", err)
 	}
 }
 

@@ -37,16 +37,42 @@ END { printf "E %d %d\n", NR, last }' "$f"`
 // Python reads and rewrites the file inside the sandbox (the server never holds it): the new
 // content goes to a temporary file in the same directory, is synced, and renamed over the
 // old one, so a failure leaves the file as it was. Answers one JSON object.
+//
+// res checks the path once, but a directory on it can be swapped for a link to anywhere
+// before Python writes. So Python walks the resolved path again from the working directory
+// one component at a time, following no link (O_NOFOLLOW), and reads, creates and renames
+// through the descriptor of the last directory: what it writes stays in the directory the
+// walk found inside the working directory, whatever the path names by then.
 const editScript = prelude + `res "$1"
 command -v python3 >/dev/null 2>&1 || { echo NOPYTHON; exit 0; }
 exec python3 -c '
-import json, os, sys, tempfile
-path, old, new, every, ctx = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode(), sys.argv[4] == "1", int(sys.argv[5])
+import errno, json, os, stat, sys
+base, path, old, new, every, ctx = sys.argv[1], sys.argv[2], sys.argv[3].encode(), sys.argv[4].encode(), sys.argv[5] == "1", int(sys.argv[6])
 def answer(**kw):
     print("JSON"); print(json.dumps(kw)); sys.exit(0)
-if not os.path.exists(path): answer(error="notfound")
-if os.path.isdir(path): answer(error="isdir")
-with open(path, "rb") as f: data = f.read()
+rel = path.lstrip("/") if base == "/" else path[len(base) + 1:]
+parts = rel.split("/") if rel else []
+if not parts: answer(error="isdir")
+def refused(dfd, name):
+    # A link where the check saw a directory means the path changed under us.
+    try: st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except OSError: answer(error="notfound")
+    answer(error="denied" if stat.S_ISLNK(st.st_mode) else "notfound")
+dfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+for name in parts[:-1]:
+    try: nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
+    except OSError as e:
+        if e.errno in (errno.ENOTDIR, errno.ELOOP, errno.ENOENT): refused(dfd, name)
+        raise
+    os.close(dfd); dfd = nfd
+name = parts[-1]
+try: fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
+except OSError as e:
+    if e.errno in (errno.ELOOP, errno.ENOENT): refused(dfd, name)
+    raise
+st = os.fstat(fd)
+if stat.S_ISDIR(st.st_mode): answer(error="isdir")
+with os.fdopen(fd, "rb") as f: data = f.read()
 if b"\0" in data[:8192]: answer(error="binary")
 starts, i = [], data.find(old)
 while i >= 0:
@@ -58,15 +84,16 @@ if not starts:
     answer(error="nomatch", near=near)
 if len(starts) > 1 and not every: answer(error="many", count=len(starts), lines=[line(s) for s in starts[:20]])
 out = data.replace(old, new) if every else data.replace(old, new, 1)
-st = os.stat(path)
-fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".edit-")
+while True:
+    tmp = ".edit-" + os.urandom(6).hex()
+    try: tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd); break
+    except FileExistsError: pass
 try:
-    with os.fdopen(fd, "wb") as f:
-        f.write(out); f.flush(); os.fsync(f.fileno())
-    os.chmod(tmp, st.st_mode & 0o7777)
-    os.replace(tmp, path)
+    with os.fdopen(tfd, "wb") as f:
+        f.write(out); f.flush(); os.fchmod(f.fileno(), st.st_mode & 0o7777); os.fsync(f.fileno())
+    os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
 except BaseException:
-    os.unlink(tmp); raise
+    os.unlink(tmp, dir_fd=dfd); raise
 # Snippets come from offsets into the new content: the file is never split into lines.
 snippets, delta = [], 0
 for s in starts[:20]:
@@ -86,7 +113,7 @@ for s in starts[:20]:
     snippets.append({"first": out.count(b"\n", 0, lo) + 1, "lines": [l.decode("utf-8", "replace")[:500] for l in chunk.split(b"\n")]})
 total = out.count(b"\n") + (1 if out and not out.endswith(b"\n") else 0)
 answer(replacements=len(starts) if every else 1, lines=[line(s) for s in starts[:20]], snippets=snippets, total_lines=total)
-' "$R" "$2" "$3" "$4" "$5"`
+' "$base" "$R" "$2" "$3" "$4" "$5"`
 
 // searchScript: $1 directory, $2 extended regular expression ("" finds files by $3 alone),
 // $3 file name glob ("" any), $4 most results, $5 bytes kept per result, $6 ignore case
@@ -113,9 +140,23 @@ else
 fi`
 
 // mkdirScript: $1 path. Answers OK or EXISTS (a file is in the way).
+//
+// mkdir -p would follow a directory swapped for a link after res's check, so the script
+// creates the resolved path one directory at a time, entering each and checking where it
+// physically is before creating the next: a link found on the way is refused, and every
+// mkdir runs relative to a directory known to be inside.
 const mkdirScript = prelude + `res "$1"
 [ -e "$R" ] && [ ! -d "$R" ] && { echo EXISTS; exit 0; }
-mkdir -p -- "$R" && echo OK`
+cd -P -- "$base" || exit 1
+set -f; IFS=/
+for seg in ${R#"$base"}; do
+  [ -n "$seg" ] || continue
+  [ -L "$seg" ] && { echo DENIED; exit 0; }
+  [ -d "$seg" ] || mkdir -- "$seg" || [ -d "$seg" ] || { [ -e "$seg" ] && echo EXISTS && exit 0; exit 1; }
+  cd -P -- "$seg" || exit 1
+  inside "$(pwd -P)"
+done
+echo OK`
 
 // moveScript: $1 from, $2 to, $3 overwrite (1/0). Links are moved, not followed. Answers OK,
 // NOTFOUND or EXISTS.
