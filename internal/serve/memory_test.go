@@ -37,9 +37,11 @@ func TestMemoryUnderConcurrentLargeBodies(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			return mcp.NewToolResultText(strings.Repeat("x", len(data)%7)), nil
 		})
-	alice := e.client(t, tokAlice)
-	if code := alice.initialize(); code != http.StatusOK {
-		t.Fatalf("initialize: %d", code)
+	alice, bob := e.client(t, tokAlice), e.client(t, tokBob)
+	for _, c := range []*client{alice, bob} {
+		if code := c.initialize(); code != http.StatusOK {
+			t.Fatalf("initialize: %d", code)
+		}
 	}
 	set := HTTPSettings{}.withDefaults()
 	for _, tc := range []struct {
@@ -47,9 +49,12 @@ func TestMemoryUnderConcurrentLargeBodies(t *testing.T) {
 		n         int
 		tool, arg string
 		bodyBytes int
+		senders   []*client
 	}{
-		{"tools/call at the body cap", 40, "size", "data", int(set.MaxBodyBytes) - 512},
-		{"upload_archive", 16, "upload_archive", "content", 7_700_000},
+		{"tools/call at the body cap", 40, "size", "data", int(set.MaxBodyBytes) - 512, []*client{alice}},
+		{"upload_archive", 16, "upload_archive", "content", 7_700_000, []*client{alice}},
+		// Two principals together reach the total bound, which one alone cannot.
+		{"tools/call from two principals", 40, "size", "data", int(set.MaxBodyBytes) - 512, []*client{alice, bob}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := largeCall(t, tc.tool, tc.arg, tc.bodyBytes)
@@ -58,9 +63,9 @@ func TestMemoryUnderConcurrentLargeBodies(t *testing.T) {
 			statuses := map[int]int{}
 			var mu sync.Mutex
 			var wg sync.WaitGroup
-			for range tc.n {
+			for i := range tc.n {
 				wg.Go(func() {
-					code := alice.post(body)
+					code := tc.senders[i%len(tc.senders)].post(body)
 					mu.Lock()
 					statuses[code]++
 					mu.Unlock()
@@ -73,9 +78,9 @@ func TestMemoryUnderConcurrentLargeBodies(t *testing.T) {
 				t.Errorf("no call was served: %v", statuses)
 			}
 			total, principal := e.sessions.bodies.peaks()
-			t.Logf("peak bytes in flight: %d in total, %d for alice", total, principal)
+			t.Logf("peak bytes in flight: %d in total, %d for one principal", total, principal)
 			if total > set.MaxBodyBytesInFlight || principal > set.MaxBodyBytesInFlightPerPrincipal {
-				t.Errorf("bytes in flight peaked at %d in total and %d for alice, over the bounds %d and %d",
+				t.Errorf("bytes in flight peaked at %d in total and %d for one principal, over the bounds %d and %d",
 					total, principal, set.MaxBodyBytesInFlight, set.MaxBodyBytesInFlightPerPrincipal)
 			}
 		})
