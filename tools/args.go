@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strings"
@@ -96,7 +97,7 @@ func validated(st server.ServerTool) server.ServerTool {
 		if err != nil {
 			return nil, err
 		}
-		raw, err := s.check(req.GetRawArguments())
+		raw, err := s.check(req.GetRawArguments(), req.Params.Arguments)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
@@ -108,7 +109,10 @@ func validated(st server.ServerTool) server.ServerTool {
 }
 
 // check validates raw arguments (a map or raw JSON; absent means {}) and returns them as JSON.
-func (s *argSchema) check(raw any) (json.RawMessage, error) {
+// decoded is mcp-go's decoding of the same arguments, or nil. When its numbers are exact it is
+// what gets validated: decoding raw again would copy every string, and an upload's content is
+// megabytes, held twice more (decoder buffer and string) by every concurrent call.
+func (s *argSchema) check(raw, decoded any) (json.RawMessage, error) {
 	b, ok := raw.(json.RawMessage)
 	if !ok {
 		if raw == nil {
@@ -122,11 +126,14 @@ func (s *argSchema) check(raw any) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(b)) == 0 || string(bytes.TrimSpace(b)) == "null" {
 		b = []byte("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return nil, badInput("arguments are not valid JSON: %v", err)
+	v := decoded
+	if _, isMap := decoded.(map[string]any); !isMap || !exactNumbers(decoded) {
+		var err error
+		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(b)); err != nil {
+			return nil, badInput("arguments are not valid JSON: %v", err)
+		}
 	}
-	err = s.compiled.Validate(v)
+	err := s.compiled.Validate(v)
 	if err == nil {
 		return b, nil
 	}
@@ -135,6 +142,38 @@ func (s *argSchema) check(raw any) (json.RawMessage, error) {
 		return nil, badInput("invalid arguments: %v", err)
 	}
 	return nil, badInput("%s", s.sentence(firstLeaf(verr)))
+}
+
+// maxExactInt is where float64 stops holding every integer.
+const maxExactInt = 1 << 53
+
+// exactNumbers reports whether every number in a JSON value decoded with encoding/json's
+// defaults (float64) is an integer float64 holds exactly, so the schema's bounds judge the
+// number the client sent. Fractions, and integers past 2^53 (the reason raw arguments are kept
+// at all), may have been rounded; their arguments are decoded again with json.Number. Only a
+// literal of 17 or more significant digits that rounds to such an integer is judged rounded,
+// and binding it to an integer field fails anyway.
+func exactNumbers(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			if !exactNumbers(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if !exactNumbers(e) {
+				return false
+			}
+		}
+	case float64:
+		return v == math.Trunc(v) && math.Abs(v) < maxExactInt
+	case string, bool, nil:
+	default:
+		return false // not encoding/json's: decode raw instead
+	}
+	return true
 }
 
 // firstLeaf picks the violation the model should fix first; one clear sentence beats a list.

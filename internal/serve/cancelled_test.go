@@ -26,7 +26,7 @@ func TestCancelAck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen string
-			h := bodyLimit(func(*http.Request) (int64, string) { return 1 << 20, "" }, cancelAck(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := bodyLimit(func(*http.Request) (int64, string) { return 1 << 20, "" }, newInFlight(HTTPSettings{}.withDefaults()), cancelAck(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				b, _ := io.ReadAll(r.Body)
 				seen = string(b)
 				w.WriteHeader(http.StatusTeapot)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -42,8 +43,10 @@ func originAllowed(origin string, allowed []string) bool {
 // bodyLimit reads a body up to the limit for the request and hands it on in memory (mcp-go
 // reads it whole anyway; bodyOf gives it to the layers in between without a copy). limit
 // returns the cap and a hint for the message. Too large gives 413 rather than mcp-go's
-// JSON-RPC parse error, which would not tell the client what to change.
-func bodyLimit(limit func(*http.Request) (int64, string), next http.Handler) http.Handler {
+// JSON-RPC parse error, which would not tell the client what to change. The body's bytes are
+// taken from bodies before it is read, and held until the request has been answered: what was
+// decoded from it lives that long.
+func bodyLimit(limit func(*http.Request) (int64, string), bodies *inFlight, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
@@ -55,9 +58,14 @@ func bodyLimit(limit func(*http.Request) (int64, string), next http.Handler) htt
 			writeJSON(w, http.StatusRequestEntityTooLarge, tooLargeBody)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		l := bodies.lease(principalOf(r.Context()))
+		defer l.release()
+		body, no, err := readBody(r.Context(), http.MaxBytesReader(w, r.Body, max), r.ContentLength, max, l)
 		var mbe *http.MaxBytesError
 		switch {
+		case no != nil:
+			no.write(w, nil)
+			return
 		case errors.As(err, &mbe):
 			writeJSON(w, http.StatusRequestEntityTooLarge, tooLargeBody)
 			return
@@ -70,6 +78,52 @@ func bodyLimit(limit func(*http.Request) (int64, string), next http.Handler) htt
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// firstChunk is what a body of unknown length (chunked) is first given room for; small
+// requests, the common case, need no more.
+const firstChunk = 64 << 10
+
+// readBody reads a body of size bytes (-1: unknown) into one buffer whose bytes l holds. A
+// known size is read into a buffer of exactly that size; an unknown one into a buffer doubled
+// as it fills, each growth taken from l before it is allocated.
+func readBody(ctx context.Context, body io.Reader, size, limit int64, l *lease) ([]byte, *refusal, error) {
+	if size >= 0 {
+		if no := l.grow(ctx, size); no != nil {
+			return nil, no, nil
+		}
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, nil, fmt.Errorf("reading %d bytes of body: %w", size, err)
+		}
+		return buf, nil, nil
+	}
+	var buf []byte
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) == limit {
+				// Full at the cap: one more byte means too large, which MaxBytesReader reports.
+				var probe [1]byte
+				if _, err := body.Read(probe[:]); err != nil && !errors.Is(err, io.EOF) {
+					return nil, nil, fmt.Errorf("reading body: %w", err)
+				}
+				return buf, nil, nil
+			}
+			grown := min(limit, max(firstChunk, 2*int64(cap(buf))))
+			if no := l.grow(ctx, grown-int64(cap(buf))); no != nil {
+				return nil, no, nil
+			}
+			buf = append(make([]byte, 0, grown), buf...)
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading body: %w", err)
+		}
+	}
 }
 
 func tooLarge(max int64, hint string) string {

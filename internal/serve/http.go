@@ -73,7 +73,7 @@ func NewHandler(s *server.MCPServer, o HTTPOptions) *Handler {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stopSweeper = cancel
 	go sess.runSweeper(ctx)
-	var endpoint http.Handler = bodyLimit(sess.bodyCap(set.MaxBodyBytes), sess.guard(cancelAck(h.mcp)))
+	var endpoint http.Handler = bodyLimit(sess.bodyCap(set.MaxBodyBytes), sess.bodies, sess.guard(cancelAck(h.mcp)))
 	if o.Auth != nil {
 		endpoint = o.Auth.Middleware(endpoint)
 		o.Auth.Register(h.mux)

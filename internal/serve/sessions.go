@@ -43,6 +43,7 @@ type Sessions struct {
 	onEnd   func(id, reason string)
 	release bool
 	now     func() time.Time
+	bodies  *inFlight // the request bytes in flight, taken by bodyLimit
 
 	mu           sync.Mutex
 	live         map[string]*session
@@ -68,7 +69,8 @@ type session struct {
 
 // NewSessions returns an empty registry.
 func NewSessions(o SessionOptions) *Sessions {
-	return &Sessions{set: o.Settings.withDefaults(), idleTTL: o.IdleTTL, log: o.Log, onEnd: o.OnEnd,
+	set := o.Settings.withDefaults()
+	return &Sessions{set: set, bodies: newInFlight(set), idleTTL: o.IdleTTL, log: o.Log, onEnd: o.OnEnd,
 		release: o.ReleasesSandboxes, now: time.Now, live: map[string]*session{}, perPrincipal: map[string]int{}}
 }
 

@@ -15,6 +15,9 @@ const (
 	VarMaxConcurrentCalls = "K8S_SANDBOX_HTTP__MAX_CONCURRENT_CALLS"
 	VarReadTimeout        = "K8S_SANDBOX_HTTP__READ_TIMEOUT"
 
+	VarMaxBodyBytesInFlight             = "K8S_SANDBOX_HTTP__MAX_BODY_BYTES_IN_FLIGHT"
+	VarMaxBodyBytesInFlightPerPrincipal = "K8S_SANDBOX_HTTP__MAX_BODY_BYTES_IN_FLIGHT_PER_PRINCIPAL"
+
 	VarMaxSessions             = "K8S_SANDBOX_HTTP__MAX_SESSIONS"
 	VarMaxSessionsPerPrincipal = "K8S_SANDBOX_HTTP__MAX_SESSIONS_PER_PRINCIPAL"
 	VarUnusedSessionTTL        = "K8S_SANDBOX_HTTP__UNUSED_SESSION_TTL"
@@ -26,6 +29,7 @@ const (
 // Variables lists every variable LoadHTTPSettings reads.
 func Variables() []string {
 	return []string{VarAllowedOrigins, VarMaxBodyBytes, VarMaxConcurrentCalls, VarReadTimeout,
+		VarMaxBodyBytesInFlight, VarMaxBodyBytesInFlightPerPrincipal,
 		VarMaxSessions, VarMaxSessionsPerPrincipal, VarUnusedSessionTTL, VarMaxInitializeBytes, VarPublicURL, VarDrainSeconds}
 }
 
@@ -40,6 +44,11 @@ type HTTPSettings struct {
 	// ReadTimeout bounds reading one request, headers and body (default 60 s), against
 	// slow-drip clients. It does not limit how long a tool call or its stream runs.
 	ReadTimeout time.Duration
+	// MaxBodyBytesInFlight caps the bytes of request bodies held at once in total (default four
+	// bodies at MaxBodyBytes) and MaxBodyBytesInFlightPerPrincipal per principal (default two),
+	// see inFlight. Each is at least the one below it, so a body at the cap always fits.
+	MaxBodyBytesInFlight             int64
+	MaxBodyBytesInFlightPerPrincipal int64
 
 	// MaxSessions caps open MCP sessions in total (default 1024) and MaxSessionsPerPrincipal
 	// per principal (default 64; without authentication everyone is one principal). Each
@@ -66,6 +75,14 @@ func (s HTTPSettings) withDefaults() HTTPSettings {
 	if s.MaxBodyBytes <= 0 {
 		s.MaxBodyBytes = 8 << 20
 	}
+	if s.MaxBodyBytesInFlightPerPrincipal <= 0 {
+		s.MaxBodyBytesInFlightPerPrincipal = 2 * s.MaxBodyBytes
+	}
+	s.MaxBodyBytesInFlightPerPrincipal = max(s.MaxBodyBytesInFlightPerPrincipal, s.MaxBodyBytes)
+	if s.MaxBodyBytesInFlight <= 0 {
+		s.MaxBodyBytesInFlight = 4 * s.MaxBodyBytes
+	}
+	s.MaxBodyBytesInFlight = max(s.MaxBodyBytesInFlight, s.MaxBodyBytesInFlightPerPrincipal)
 	if s.MaxConcurrentCalls <= 0 {
 		s.MaxConcurrentCalls = 8
 	}
@@ -105,6 +122,21 @@ func LoadHTTPSettings(vars map[string]string) (HTTPSettings, error) {
 	var err error
 	if s.MaxBodyBytes, err = integer(VarMaxBodyBytes, 64<<10, 1<<30); err != nil {
 		return HTTPSettings{}, err
+	}
+	if s.MaxBodyBytesInFlight, err = integer(VarMaxBodyBytesInFlight, 64<<10, 1<<40); err != nil {
+		return HTTPSettings{}, err
+	}
+	if s.MaxBodyBytesInFlightPerPrincipal, err = integer(VarMaxBodyBytesInFlightPerPrincipal, 64<<10, 1<<40); err != nil {
+		return HTTPSettings{}, err
+	}
+	// Checked against the values in force, so a default on one side is held to the same order.
+	switch d := s.withDefaults(); {
+	case s.MaxBodyBytesInFlightPerPrincipal > 0 && s.MaxBodyBytesInFlightPerPrincipal < d.MaxBodyBytes:
+		return HTTPSettings{}, fmt.Errorf("%s must be at least %s (%d), got %d: a body at the cap would never fit",
+			VarMaxBodyBytesInFlightPerPrincipal, VarMaxBodyBytes, d.MaxBodyBytes, s.MaxBodyBytesInFlightPerPrincipal)
+	case s.MaxBodyBytesInFlight > 0 && s.MaxBodyBytesInFlight < d.MaxBodyBytesInFlightPerPrincipal:
+		return HTTPSettings{}, fmt.Errorf("%s must be at least %s (%d), got %d: one principal's share would never fit",
+			VarMaxBodyBytesInFlight, VarMaxBodyBytesInFlightPerPrincipal, d.MaxBodyBytesInFlightPerPrincipal, s.MaxBodyBytesInFlight)
 	}
 	n, err := integer(VarMaxConcurrentCalls, 1, 1024)
 	if err != nil {
