@@ -49,6 +49,7 @@ type options struct {
 	apiUser    string // for APIError messages
 	qps, burst int    // ratelimit.go
 	metadata   *MetadataPolicy
+	lifetime   *Lifetime
 }
 
 func defaultOptions() options {

@@ -38,9 +38,10 @@ func (f clockFunc) Now() time.Time { return f() }
 
 // cacheMiss is what the cache knows about a claim lookup could not answer.
 type cacheMiss struct {
-	nw   *nsWatch // the namespace's watch, synced before the API read; nil: not watched
-	name string
-	gone bool // the caller has no claim by this name: answer not found without the API
+	nw      *nsWatch // the namespace's watch, synced before the API read; nil: not watched
+	name    string
+	gone    bool      // the caller has no claim by this name: answer not found without the API
+	expired time.Time // with gone: when it expired, if the API said so
 }
 
 // miss says whether a synced watch shows that owner has no claim called name.
@@ -53,16 +54,24 @@ func (w *watchCache) miss(namespace, name, owner string) cacheMiss {
 	if claim, err := nw.claims.Get(name); err == nil {
 		m.gone = claim.Labels[w.ownerKey] != owner
 	} else {
-		_, m.gone = nw.forgotten.Get(name)
+		var v any
+		v, m.gone = nw.forgotten.Get(name)
+		m.expired, _ = v.(time.Time)
 	}
 	return m
 }
 
-// remember records that the API found no claim of the caller's by this name.
-func (m cacheMiss) remember() {
-	if m.nw != nil {
-		m.nw.forgotten.Add(m.name, struct{}{}, absentTTL)
+// remember records that the API found no claim of the caller's by this name, and when it
+// expired if it did.
+func (m cacheMiss) remember(err error) {
+	if m.nw == nil {
+		return
 	}
+	var v any = struct{}{}
+	if e := (*ExpiredError)(nil); errors.As(err, &e) {
+		v = e.At
+	}
+	m.nw.forgotten.Add(m.name, v, absentTTL)
 }
 
 // fromCache returns the owner's claim and its Sandbox when the watch cache has both, and
@@ -83,12 +92,15 @@ func (c *Client) fromCache(namespace, name, owner string) (*extv1beta1.SandboxCl
 // ownedClaimAfter reads the claim from the API unless the cache already knows the caller has
 // none by that name, and remembers a "not found" the API gave while the watch was synced.
 func (c *Client) ownedClaimAfter(ctx context.Context, miss cacheMiss, namespace, name, owner string) (*extv1beta1.SandboxClaim, error) {
+	if miss.gone && !miss.expired.IsZero() {
+		return nil, &ExpiredError{Namespace: namespace, Name: name, At: miss.expired}
+	}
 	if miss.gone {
 		return nil, &notFoundError{namespace: namespace, name: name}
 	}
 	obj, err := c.ownedClaim(ctx, namespace, name, owner)
 	if errors.Is(err, ErrNotFound) {
-		miss.remember()
+		miss.remember(err)
 	}
 	return obj, err
 }

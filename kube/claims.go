@@ -32,6 +32,7 @@ func (c *Client) Get(ctx context.Context, namespace, name, owner string) (Claim,
 	if err != nil {
 		return Claim{}, err
 	}
+	c.renewOnUse(obj)
 	claim := claimFromObject(obj)
 	claim.Ready = false // only the Sandbox's own condition counts here
 	if sb == nil && claim.SandboxName != "" {
@@ -168,7 +169,7 @@ func (c *Client) deleteClaim(ctx context.Context, namespace, name string, pre *m
 func (c *Client) Status(ctx context.Context, namespace, name, owner string) (Status, error) {
 	obj, sb, miss := c.fromCache(namespace, name, owner)
 	if obj != nil {
-		return statusOf(sb), nil
+		return withShutdown(statusOf(sb), obj), nil
 	}
 	obj, err := c.ownedClaimAfter(ctx, miss, namespace, name, owner)
 	if err != nil {
@@ -177,13 +178,18 @@ func (c *Client) Status(ctx context.Context, namespace, name, owner string) (Sta
 	c.watchNamespace(namespace)
 	sbName := obj.Status.SandboxStatus.Name
 	if sbName == "" {
-		return Status{Status: StatusNotFound, Message: sandboxMissingMessage}, nil
+		return withShutdown(Status{Status: StatusNotFound, Message: sandboxMissingMessage}, obj), nil
 	}
 	sb, err = c.getSandbox(ctx, namespace, sbName)
 	if err != nil {
 		return Status{}, err
 	}
-	return statusOf(sb), nil
+	return withShutdown(statusOf(sb), obj), nil
+}
+
+func withShutdown(st Status, obj *extv1beta1.SandboxClaim) Status {
+	st.ShutdownAt = shutdownTime(obj)
+	return st
 }
 
 // statusOf maps a Sandbox (nil: missing) to a Status.
@@ -212,6 +218,8 @@ func claimFromObject(obj *extv1beta1.SandboxClaim) Claim {
 		Ready:       meta.IsStatusConditionTrue(obj.Status.Conditions, conditionReady),
 		Created:     obj.CreationTimestamp.Time,
 		ShutdownAt:  shutdownTime(obj),
+
+		ShutdownAfter: window(obj),
 	}
 }
 

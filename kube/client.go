@@ -44,6 +44,9 @@ type Client struct {
 	ownerKey string
 	cache    *watchCache // nil: every read goes to the API
 	metadata MetadataPolicy
+	lifetime Lifetime
+	renewed  renewals
+	events   typedcorev1.EventsGetter // nil: expiries are reported as plain "not found"
 
 	// Replaceable in tests for deterministic names and timestamps.
 	now     func() time.Time
@@ -90,6 +93,9 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 	if o.metadata != nil {
 		c.metadata = *o.metadata
 	}
+	if o.lifetime != nil {
+		c.lifetime = *o.lifetime
+	}
 	if c.metrics, err = metricsclientset.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("building metrics client: %w", err)
 	}
@@ -98,6 +104,7 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 		return nil, fmt.Errorf("building events client: %w", err)
 	}
 	c.recorder, c.stopRec = newAuditor(events)
+	c.events = events
 	if o.maxWatched > 0 {
 		c.cache = newWatchCache(ext, core, ownerLabelKey, o)
 	}
@@ -138,6 +145,7 @@ func NewFromClients(ext extclientset.Interface, core sandboxclientset.Interface,
 		dyn:      dyn,
 		ownerKey: ownerLabelKey,
 		metadata: DefaultMetadataPolicy(),
+		lifetime: DefaultLifetime(),
 		now:      time.Now,
 		newName:  randomClaimName,
 	}
@@ -175,7 +183,7 @@ func (c *Client) ownedClaim(ctx context.Context, namespace, name, owner string) 
 	}
 	claim, err := c.ext.ExtensionsV1beta1().SandboxClaims(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, &notFoundError{namespace: namespace, name: name}
+		return nil, c.notFoundOrExpired(ctx, namespace, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("getting sandbox claim %q in namespace %q: %w", name, namespace, err)

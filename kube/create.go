@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,6 +152,7 @@ func (c *Client) buildClaim(req CreateRequest, name string) *extv1beta1.SandboxC
 	if req.ShutdownAfter != nil {
 		at := metav1.NewTime(now.Add(*req.ShutdownAfter).UTC().Truncate(time.Second))
 		claim.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &at, ShutdownPolicy: extv1beta1.ShutdownPolicyDelete}
+		claim.Annotations[shutdownAfterAnno] = strconv.Itoa(int(*req.ShutdownAfter / time.Second))
 	}
 	if len(req.PodLabels) > 0 || len(req.PodAnnotations) > 0 {
 		claim.Spec.AdditionalPodMetadata = sandboxv1beta1.PodMetadata{

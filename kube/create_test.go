@@ -42,6 +42,7 @@ func TestCreateBuildsClaim(t *testing.T) {
 			},
 			want: func(c *extv1beta1.SandboxClaim) {
 				c.Labels["team"] = "a"
+				c.Annotations[shutdownAfterAnno] = "90"
 				c.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &shutdownAt, ShutdownPolicy: extv1beta1.ShutdownPolicyDelete}
 				c.Spec.AdditionalPodMetadata = sandboxv1beta1.PodMetadata{
 					Labels:      map[string]string{"sandbox.users.io/x": "y"},

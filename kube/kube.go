@@ -81,6 +81,9 @@ type Claim struct {
 	Ready       bool     // Create/Get: Sandbox Ready condition; List: claim Ready condition
 	Created     time.Time
 	ShutdownAt  time.Time // the claim's lifecycle.shutdownTime; zero: none
+	// ShutdownAfter is the lifetime window renewal on use restores (create_sandbox's or
+	// extend_sandbox's shutdown_after_seconds); zero: none.
+	ShutdownAfter time.Duration
 	// VolumePath is where a persistent WorkspaceVolume is mounted in the first container
 	// (Create only; "" without one).
 	VolumePath string
@@ -88,6 +91,10 @@ type Claim struct {
 
 // DefaultMaxVolumeSize caps CreateRequest.VolumeSize unless the operator sets another cap.
 const DefaultMaxVolumeSize = "10Gi"
+
+// DefaultMaxLifetime is the hard cap on a sandbox's life from its creation: renewal on use
+// and extend_sandbox never move its shutdown time past it.
+const DefaultMaxLifetime = 24 * time.Hour
 
 // MinVolumeSize is the smallest CreateRequest.VolumeSize: below it no filesystem holds a
 // workspace, and a quantity such as "1e-3" (a thousandth of a byte) is a mistake.
@@ -99,7 +106,8 @@ const WorkspaceVolume = "workspace"
 
 // Status is the readiness of a claim's Sandbox, as get_sandbox_status reports it.
 type Status struct {
-	Status  string // SandboxReady | SandboxNotReady | SandboxNotFound
-	Ready   bool
-	Message string
+	Status     string // SandboxReady | SandboxNotReady | SandboxNotFound
+	Ready      bool
+	Message    string
+	ShutdownAt time.Time // the claim's shutdown time; zero: none
 }

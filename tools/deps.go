@@ -19,6 +19,7 @@ type Claims interface {
 	Get(ctx context.Context, namespace, name, owner string) (kube.Claim, error)
 	List(ctx context.Context, namespace, owner string) ([]kube.Claim, error)
 	Delete(ctx context.Context, namespace, name, owner string) error
+	Extend(ctx context.Context, namespace, name, owner string, after time.Duration) (kube.Claim, error)
 	Status(ctx context.Context, namespace, name, owner string) (kube.Status, error)
 	CountPrincipal(ctx context.Context, namespace, principal string) (int, error)
 	Catalog(ctx context.Context, namespace string) ([]kube.Pool, []kube.Template, error)

@@ -36,6 +36,7 @@ func advice(op string, ref claimRef, err error) string {
 	var status apierrors.APIStatus
 	var api *kube.APIError
 	var expand *workspace.ExpandError
+	var expired *kube.ExpiredError
 	switch {
 	case errors.As(err, &in):
 		return in.msg
@@ -45,6 +46,9 @@ func advice(op string, ref claimRef, err error) string {
 		return workspaceAdvice(op, err)
 	case errors.Is(err, kube.ErrInvalid):
 		return fmt.Sprintf("Could not %s: %v. Fix that argument and retry.", op, err)
+	case errors.As(err, &expired):
+		return fmt.Sprintf("Could not %s: %v. Call create_sandbox for a new one. A sandbox in use is renewed; extend_sandbox "+
+			"keeps one through a long pause.", op, expired)
 	case errors.Is(err, kube.ErrNotFound):
 		return fmt.Sprintf("Sandbox claim %q is not found in namespace %q. It may have been deleted or expired (shutdown_after_seconds); "+
 			"read the resource sandboxes://%s to list your sandboxes, or call create_sandbox for a new one.", ref.Name, ref.Namespace, ref.Namespace)

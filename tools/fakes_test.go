@@ -156,6 +156,18 @@ func (f *fakeClaims) Delete(ctx context.Context, ns, name, owner string) error {
 	return nil
 }
 
+func (f *fakeClaims) Extend(ctx context.Context, ns, name, owner string, after time.Duration) (kube.Claim, error) {
+	c, err := f.Get(ctx, ns, name, owner)
+	if err != nil {
+		return kube.Claim{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c.ShutdownAt, c.ShutdownAfter = time.Now().Add(after).Truncate(time.Second), after
+	f.claims[ns+"/"+name] = c
+	return c, nil
+}
+
 func (f *fakeClaims) Status(ctx context.Context, ns, name, owner string) (kube.Status, error) {
 	if _, err := f.Get(ctx, ns, name, owner); err != nil {
 		return kube.Status{}, err

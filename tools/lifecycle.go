@@ -46,9 +46,10 @@ func deleteTool(d Deps) server.ServerTool {
 
 // StatusResult is get_sandbox_status's answer.
 type StatusResult struct {
-	Status  string `json:"status" jsonschema:"SandboxReady, SandboxNotReady or SandboxNotFound"`
-	Ready   bool   `json:"ready"`
-	Message string `json:"message" jsonschema:"the Kubernetes Ready condition message, empty if none"`
+	Status       string `json:"status" jsonschema:"SandboxReady, SandboxNotReady or SandboxNotFound"`
+	Ready        bool   `json:"ready"`
+	Message      string `json:"message" jsonschema:"the Kubernetes Ready condition message, empty if none"`
+	ShutdownTime string `json:"shutdown_time,omitempty" jsonschema:"RFC 3339 time of its automatic deletion; use renews it"`
 }
 
 func statusTool(d Deps) server.ServerTool {
@@ -74,6 +75,6 @@ func statusTool(d Deps) server.ServerTool {
 		if err != nil {
 			return failure("get the sandbox status", ref, err), nil
 		}
-		return structured(StatusResult{Status: st.Status, Ready: st.Ready, Message: st.Message}), nil
+		return structured(StatusResult{Status: st.Status, Ready: st.Ready, Message: st.Message, ShutdownTime: rfc3339(st.ShutdownAt)}), nil
 	}}
 }

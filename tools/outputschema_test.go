@@ -18,7 +18,7 @@ func derivedOutputSchemas(t *testing.T) map[string]json.RawMessage {
 	out := map[string]json.RawMessage{}
 	for _, derive := range []func(map[string]json.RawMessage) error{
 		derived[CatalogResult], derived[CreateResult], derived[DeleteResult], derived[DownloadArchiveResult],
-		derived[DownloadResult], derived[EditFileResult], derived[ExecResult], derived[ExistsResult],
+		derived[DownloadResult], derived[EditFileResult], derived[ExecResult], derived[ExistsResult], derived[ExtendResult],
 		derived[ExposeResult], derived[ListResult], derived[MetricsResult], derived[PathResult],
 		derived[ProcessInfo], derived[ProcessList], derived[ProcessOutput], derived[ReadFileResult],
 		derived[SearchResult], derived[SignalResult], derived[StatusResult], derived[StdinResult],

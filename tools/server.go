@@ -17,8 +17,9 @@ import (
 var Instructions = fmt.Sprintf(`Sandboxes are isolated Kubernetes pods for running commands and handling files.
 Lifecycle: create_sandbox (from a warm pool; list_sandbox_templates shows the pools when you do not know one; returns sandbox_claim_name) -> execute_command, run_code, upload_file,
 download_file, list_files, file_exists, get_sandbox_status with that name -> delete_sandbox when done.
-Every sandbox is deleted automatically after shutdown_after_seconds (default %d), so create a new one if a
-call says the claim is not found. You only see sandboxes you created; read sandboxes://{namespace} to list them.
+Every sandbox is deleted automatically shutdown_after_seconds (default %d) after its last use: each call on it
+renews it, up to the server's maximum lifetime; extend_sandbox moves the deadline before a longer pause, and
+get_sandbox_status shows it. A call on an expired sandbox says so: create a new one. You only see sandboxes you created; read sandboxes://{namespace} to list them.
 execute_command runs /bin/sh -c once (never retried) and kills the command after timeout seconds (at most %d);
 run_code runs a python, nodejs, bash or sh program without shell quoting. Output beyond
 max_output_chars (default %d) keeps its beginning and end around "[... N characters omitted ...]";
@@ -48,7 +49,7 @@ func All(d Deps) []server.ServerTool {
 	}
 	all := []server.ServerTool{
 		catalogTool(d), metricsTool(d), exposeTool(d), unexposeTool(d), createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
-		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),
+		listTool(d), existsTool(d), statusTool(d), extendTool(d), runCodeTool(d),
 		startProcessTool(d), readProcessTool(d), writeProcessTool(d), signalProcessTool(d), listProcessesTool(d),
 		readFileTool(d), editFileTool(d), searchFilesTool(d), makeDirectoryTool(d), movePathTool(d), removePathTool(d),
 		uploadArchiveTool(d), downloadArchiveTool(d),

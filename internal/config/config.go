@@ -45,6 +45,7 @@ type Config struct {
 	MaxSandboxesPerOwner int           // K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER (0: no cap)
 	MaxShutdownAfter     time.Duration // K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS (0: no cap)
 	AllowNoShutdown      bool          // K8S_SANDBOX_ALLOW_NO_SHUTDOWN (default false: shutdown_after_seconds null is refused)
+	Lifetime             kube.Lifetime // K8S_SANDBOX_RENEW_ON_USE, K8S_SANDBOX_MAX_LIFETIME_SECONDS
 	KeepOnSessionEnd     bool          // K8S_SANDBOX_KEEP_SANDBOXES_ON_SESSION_END
 	StdioOwner           string        // K8S_SANDBOX_STDIO_OWNER (default: random per process)
 	// The Kubernetes client's one token bucket (kube.WithRateLimit).
@@ -125,6 +126,9 @@ func Parse(vars map[string]string) (Config, error) {
 	// A sandbox without a TTL lives until someone deletes it, so only the operator's explicit
 	// yes allows it; with a maximum set, that yes would be a contradiction.
 	c.AllowNoShutdown = p.boolean("ALLOW_NO_SHUTDOWN", defaultAllowNoShutdown)
+	c.Lifetime = kube.DefaultLifetime()
+	c.Lifetime.RenewOnUse = p.boolean("RENEW_ON_USE", c.Lifetime.RenewOnUse)
+	c.Lifetime.MaxLifetime = time.Duration(p.integer("MAX_LIFETIME_SECONDS", int(kube.DefaultMaxLifetime/time.Second), 0, 10*365*24*3600)) * time.Second
 	if c.AllowNoShutdown && c.MaxShutdownAfter > 0 {
 		p.fail("ALLOW_NO_SHUTDOWN", "cannot be true with %sMAX_SHUTDOWN_AFTER_SECONDS=%d: a sandbox without a timeout has no maximum; unset one of them",
 			Prefix, int(c.MaxShutdownAfter/time.Second))

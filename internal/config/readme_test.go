@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
@@ -37,6 +38,8 @@ func TestREADMEDefaults(t *testing.T) {
 		Prefix + "PROCESS_OUTPUT_MAX_BYTES":             "`" + strconv.Itoa(proc.DefaultMaxOutputBytes) + "`",
 		Prefix + "CUSTOM_SANDBOXES__ALLOWED_IMAGES":     "(off)",
 		Prefix + "MAX_VOLUME_SIZE":                      "`" + kube.DefaultMaxVolumeSize + "`",
+		Prefix + "RENEW_ON_USE":                         "`" + strconv.FormatBool(kube.DefaultLifetime().RenewOnUse) + "`",
+		Prefix + "MAX_LIFETIME_SECONDS":                 "`" + strconv.Itoa(int(kube.DefaultMaxLifetime/time.Second)) + "`",
 		Prefix + "CUSTOM_SANDBOXES__MAX_CPU_MILLICORES": "`" + strconv.Itoa(kube.DefaultCustomMaxCPUMillis) + "`",
 		Prefix + "CUSTOM_SANDBOXES__MAX_MEMORY_MIB":     "`" + strconv.Itoa(kube.DefaultCustomMaxMemoryMiB) + "`",
 		Prefix + "CUSTOM_SANDBOXES__UNUSED_TTL_SECONDS": "`" + strconv.Itoa(int(kube.DefaultCustomUnusedTTL.Seconds())) + "`",

@@ -57,7 +57,7 @@ var specPerms = []perm{
 	{sandboxGroup, "sandboxes", "get"}, {sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"},
 	{gatewayGroup, "gateways", "get"}, {gatewayGroup, "gateways", "list"}, {gatewayGroup, "gateways", "watch"},
 	{claimsGroup, "sandboxwarmpools", "list"}, {claimsGroup, "sandboxtemplates", "list"},
-	{metricsGroup, "pods", "get"}, {"", "events", "create"}, {"", "events", "patch"},
+	{metricsGroup, "pods", "get"}, {"", "events", "create"}, {"", "events", "patch"}, {"", "events", "list"},
 	{claimsGroup, "sandboxtemplates", "get"}, {claimsGroup, "sandboxtemplates", "create"}, {claimsGroup, "sandboxtemplates", "delete"},
 	{claimsGroup, "sandboxwarmpools", "get"}, {claimsGroup, "sandboxwarmpools", "create"}, {claimsGroup, "sandboxwarmpools", "patch"},
 	{claimsGroup, "sandboxwarmpools", "delete"},
@@ -68,10 +68,11 @@ var specPerms = []perm{
 // list on gateways is never used (one Gateway is read and watched by name); patch on warm pools and
 // delete on warm pools and templates keep sandboxes built to order tidy (marking a reused derived
 // pool, collecting unused ones: TestCreateToOrder), and a create works without them; events
-// are the audit trail (TestPrometheusMetrics reads them), which no tool waits for.
+// are the audit trail (TestPrometheusMetrics reads them), which no tool waits for, and list
+// on them only says when an expired sandbox expired (without it: plain "not found").
 var optionalPerms = []perm{{sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"}, {gatewayGroup, "gateways", "list"},
 	{claimsGroup, "sandboxwarmpools", "patch"}, {claimsGroup, "sandboxwarmpools", "delete"}, {claimsGroup, "sandboxtemplates", "delete"},
-	{"", "events", "create"}, {"", "events", "patch"}}
+	{"", "events", "create"}, {"", "events", "patch"}, {"", "events", "list"}}
 
 // deployManifests is what the tests take from deploy/: the RBAC objects and the settings.
 type deployManifests struct {

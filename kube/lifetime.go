@@ -1,0 +1,226 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
+)
+
+// shutdownAfterAnno keeps a claim's lifetime window (create_sandbox's or extend_sandbox's
+// shutdown_after_seconds): renewal on use moves the shutdown time to now plus it, from any
+// replica and after a restart.
+const shutdownAfterAnno = ServerDomain + "/shutdown-after-seconds"
+
+// renewTimeout bounds a renewal PATCH, which runs after the call that prompted it.
+const renewTimeout = 10 * time.Second
+
+// Lifetime is how long sandboxes live: renewal on use, within a hard cap from creation.
+type Lifetime struct {
+	RenewOnUse  bool          // a sandbox in use never reaches its shutdown time
+	MaxLifetime time.Duration // no shutdown time later than creation plus this; 0: none
+}
+
+// WithLifetime sets renewal on use and the hard cap (default DefaultLifetime).
+func WithLifetime(l Lifetime) Option { return func(o *options) { o.lifetime = &l } }
+
+// DefaultLifetime renews on use, for at most DefaultMaxLifetime.
+func DefaultLifetime() Lifetime { return Lifetime{RenewOnUse: true, MaxLifetime: DefaultMaxLifetime} }
+
+// ExpiredError is a claim the controller deleted at its shutdown time: "not found", and when.
+type ExpiredError struct {
+	Namespace, Name string
+	At              time.Time
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("sandbox claim %q in namespace %q expired at %s (its shutdown time) and was deleted with its files",
+		e.Name, e.Namespace, e.At.UTC().Format(time.RFC3339))
+}
+
+func (e *ExpiredError) Unwrap() error { return ErrNotFound }
+
+// Extend moves the owner's claim's shutdown time to now + after, which becomes its window for
+// renewal on use too. It refuses a time past the hard cap.
+func (c *Client) Extend(ctx context.Context, namespace, name, owner string, after time.Duration) (Claim, error) {
+	if after <= 0 {
+		return Claim{}, fmt.Errorf("%w: shutdown_after_seconds must be positive", ErrInvalid)
+	}
+	obj, err := c.ownedClaim(ctx, namespace, name, owner)
+	if err != nil {
+		return Claim{}, err
+	}
+	at := c.now().Add(after).UTC().Truncate(time.Second)
+	if limit := c.lifetimeCap(obj); !limit.IsZero() && at.After(limit) {
+		left := max(limit.Sub(c.now()), 0).Truncate(time.Second)
+		return Claim{}, fmt.Errorf("%w: a sandbox lives at most %s from its creation (until %s): shutdown_after_seconds may be at most %d now",
+			ErrInvalid, shortDuration(c.lifetime.MaxLifetime), limit.Format(time.RFC3339), int(left/time.Second))
+	}
+	patched, err := c.patchLifetime(ctx, obj, at, after)
+	if err != nil {
+		return Claim{}, err
+	}
+	return claimFromObject(patched), nil
+}
+
+// lifetimeCap is the latest shutdown time the hard cap allows; zero: none.
+func (c *Client) lifetimeCap(obj *extv1beta1.SandboxClaim) time.Time {
+	if c.lifetime.MaxLifetime <= 0 {
+		return time.Time{}
+	}
+	return obj.CreationTimestamp.Add(c.lifetime.MaxLifetime).UTC().Truncate(time.Second)
+}
+
+// patchLifetime sets the shutdown time and the window, guarded by the claim's UID so a
+// claim recreated under the same name is never touched.
+func (c *Client) patchLifetime(ctx context.Context, obj *extv1beta1.SandboxClaim, at time.Time, window time.Duration) (*extv1beta1.SandboxClaim, error) {
+	policy := extv1beta1.ShutdownPolicyDelete
+	if obj.Spec.Lifecycle != nil && obj.Spec.Lifecycle.ShutdownPolicy != "" {
+		policy = obj.Spec.Lifecycle.ShutdownPolicy
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": obj.UID, "annotations": map[string]string{shutdownAfterAnno: strconv.Itoa(int(window / time.Second))}},
+		"spec":     map[string]any{"lifecycle": map[string]any{"shutdownTime": metav1.NewTime(at), "shutdownPolicy": policy}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the lifetime patch: %w", err)
+	}
+	out, err := c.ext.ExtensionsV1beta1().SandboxClaims(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("moving the shutdown time of sandbox claim %q in namespace %q: %w", obj.Name, obj.Namespace, err)
+	}
+	if c.cache != nil {
+		c.cache.markPatched(obj.Namespace, obj.Name)
+	}
+	return out, nil
+}
+
+// window is the claim's renewal window; zero: it has none (no lifecycle, or made before renewal).
+func window(obj *extv1beta1.SandboxClaim) time.Duration {
+	n, err := strconv.Atoi(obj.Annotations[shutdownAfterAnno])
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// renewals remembers when each claim was last renewed, so a busy sandbox costs at most one
+// PATCH per half window from this process, whatever its call rate.
+type renewals struct {
+	mu   sync.Mutex
+	last map[types.UID]time.Time
+}
+
+// maxRenewalsRemembered bounds the map: past it, entries older than a day (longer than any
+// half window that is renewed) are dropped.
+const maxRenewalsRemembered = 4096
+
+func (r *renewals) claim(uid types.UID, now time.Time, every time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[types.UID]time.Time{}
+	}
+	if t, ok := r.last[uid]; ok && now.Sub(t) < every {
+		return false
+	}
+	if len(r.last) >= maxRenewalsRemembered {
+		for k, t := range r.last {
+			if now.Sub(t) > 24*time.Hour {
+				delete(r.last, k)
+			}
+		}
+	}
+	r.last[uid] = now
+	return true
+}
+
+// renewOnUse moves a used claim's shutdown time to now plus its window once less than half of
+// the window is left, never past the hard cap. The PATCH runs after the call, off its path.
+func (c *Client) renewOnUse(obj *extv1beta1.SandboxClaim) {
+	w := window(obj)
+	at := shutdownTime(obj)
+	if !c.lifetime.RenewOnUse || w <= 0 || at.IsZero() {
+		return
+	}
+	now := c.now()
+	if at.Sub(now) >= w/2 {
+		return
+	}
+	next := now.Add(w).UTC().Truncate(time.Second)
+	if limit := c.lifetimeCap(obj); !limit.IsZero() && next.After(limit) {
+		next = limit
+	}
+	if !next.After(at) || !c.renewed.claim(obj.UID, now, w/2) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), renewTimeout)
+		defer cancel()
+		_, _ = c.patchLifetime(ctx, obj, next, w) // a failure leaves the old time; the next use retries after w/2
+	}()
+}
+
+// expiredAt says when the controller deleted a claim at its shutdown time, from its
+// ClaimExpired Event (kept by the API server for an hour); zero when unknown.
+func expiredAt(ctx context.Context, events typedcorev1.EventsGetter, namespace, name string) time.Time {
+	if events == nil {
+		return time.Time{}
+	}
+	sel := fields.Set{"involvedObject.kind": "SandboxClaim", "involvedObject.name": name, "reason": extv1beta1.ClaimExpiredReason}
+	list, err := events.Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.String()})
+	if err != nil {
+		return time.Time{}
+	}
+	var at time.Time
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name != name || e.Reason != extv1beta1.ClaimExpiredReason {
+			continue // a server ignoring the field selector
+		}
+		for _, t := range []time.Time{e.EventTime.Time, e.LastTimestamp.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
+			if !t.IsZero() {
+				if t.After(at) {
+					at = t
+				}
+				break
+			}
+		}
+	}
+	return at
+}
+
+// notFoundOrExpired is the not-found error for a claim, saying when it expired if it did.
+func (c *Client) notFoundOrExpired(ctx context.Context, namespace, name string) error {
+	if at := expiredAt(ctx, c.events, namespace, name); !at.IsZero() {
+		return &ExpiredError{Namespace: namespace, Name: name, At: at}
+	}
+	return &notFoundError{namespace: namespace, name: name}
+}
+
+// IsExpired reports whether err is a claim that expired.
+func IsExpired(err error) bool {
+	var e *ExpiredError
+	return errors.As(err, &e)
+}
+
+// shortDuration prints 24h rather than 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
