@@ -49,6 +49,8 @@ type options struct {
 	apiUser    string // for APIError messages
 	qps, burst int    // ratelimit.go
 	metadata   *MetadataPolicy
+	// pauseLifetime: Suspend stops the claim's lifetime clock (WithSuspendPausesLifetime).
+	pauseLifetime bool
 }
 
 func defaultOptions() options {

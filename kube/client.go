@@ -44,10 +44,13 @@ type Client struct {
 	ownerKey string
 	cache    *watchCache // nil: every read goes to the API
 	metadata MetadataPolicy
+	// pauseLifetime: Suspend removes the claim's shutdownTime and Resume restores it.
+	pauseLifetime bool
 
-	// Replaceable in tests for deterministic names and timestamps.
-	now     func() time.Time
-	newName func() (string, error)
+	// Replaceable in tests for deterministic names and timestamps, and a short wait.
+	now         func() time.Time
+	newName     func() (string, error)
+	suspendWait time.Duration // DefaultSuspendWait
 }
 
 // New builds the clientsets from cfg. opts bound the watch cache and set the API rate limit
@@ -90,6 +93,7 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 	if o.metadata != nil {
 		c.metadata = *o.metadata
 	}
+	c.pauseLifetime = o.pauseLifetime
 	if c.metrics, err = metricsclientset.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("building metrics client: %w", err)
 	}
@@ -140,6 +144,8 @@ func NewFromClients(ext extclientset.Interface, core sandboxclientset.Interface,
 		metadata: DefaultMetadataPolicy(),
 		now:      time.Now,
 		newName:  randomClaimName,
+
+		suspendWait: DefaultSuspendWait,
 	}
 }
 

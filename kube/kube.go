@@ -79,8 +79,10 @@ type Claim struct {
 	PodIPs      []string // from the Sandbox status (claim status as fallback)
 	ServiceFQDN string   // Sandbox status.serviceFQDN
 	Ready       bool     // Create/Get: Sandbox Ready condition; List: claim Ready condition
-	Created     time.Time
-	ShutdownAt  time.Time // the claim's lifecycle.shutdownTime; zero: none
+	// Suspended: the Sandbox's operatingMode is Suspended (Get, Resume; List does not know).
+	Suspended  bool
+	Created    time.Time
+	ShutdownAt time.Time // the claim's lifecycle.shutdownTime; zero: none
 	// VolumePath is where a persistent WorkspaceVolume is mounted in the first container
 	// (Create only; "" without one).
 	VolumePath string
@@ -99,7 +101,7 @@ const WorkspaceVolume = "workspace"
 
 // Status is the readiness of a claim's Sandbox, as get_sandbox_status reports it.
 type Status struct {
-	Status  string // SandboxReady | SandboxNotReady | SandboxNotFound
+	Status  string // SandboxReady | SandboxNotReady | SandboxSuspended | SandboxNotFound
 	Ready   bool
 	Message string
 }
