@@ -239,6 +239,7 @@ func fillFromSandbox(claim *Claim, sb *sandboxv1beta1.Sandbox) {
 	}
 	claim.Ready = meta.IsStatusConditionTrue(sb.Status.Conditions, conditionReady)
 	claim.Suspended = sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended
+	claim.VolumePath = volumePath(sb)
 }
 
 // suspendedStatus reports the controller's progress of a suspension: the Suspended

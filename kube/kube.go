@@ -84,7 +84,7 @@ type Claim struct {
 	Created    time.Time
 	ShutdownAt time.Time // the claim's lifecycle.shutdownTime; zero: none
 	// VolumePath is where a persistent WorkspaceVolume is mounted in the first container
-	// (Create only; "" without one).
+	// (from the Sandbox's spec: not List; "" without one).
 	VolumePath string
 }
 

@@ -109,7 +109,6 @@ func (c *Client) Resume(ctx context.Context, namespace, name, owner string, read
 	claim := claimFromObject(obj)
 	claim.PodIPs, claim.ServiceFQDN = nil, "" // the claim's mirrors may still hold the old pod's
 	fillFromSandbox(&claim, ready)
-	claim.VolumePath = volumePath(ready)
 	progress("ready")
 	return claim, nil
 }
