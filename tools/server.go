@@ -48,7 +48,7 @@ func All(d Deps) []server.ServerTool {
 	}
 	all := []server.ServerTool{
 		catalogTool(d), metricsTool(d), exposeTool(d), unexposeTool(d), createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
-		listTool(d), existsTool(d), statusTool(d), runCodeTool(d),
+		listTool(d), existsTool(d), statusTool(d), suspendTool(d), resumeTool(d), runCodeTool(d),
 		startProcessTool(d), readProcessTool(d), writeProcessTool(d), signalProcessTool(d), listProcessesTool(d),
 		readFileTool(d), editFileTool(d), searchFilesTool(d), makeDirectoryTool(d), movePathTool(d), removePathTool(d),
 		uploadArchiveTool(d), downloadArchiveTool(d),
