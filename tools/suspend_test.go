@@ -1,11 +1,16 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -137,5 +142,53 @@ func TestResumeSandbox(t *testing.T) {
 	}
 	if res := h.call(t, "execute_command", map[string]any{"sandbox_claim_name": "mine", "command": "true"}); res.IsError {
 		t.Errorf("a call after resume_sandbox: %s", text(res))
+	}
+}
+
+// TestAutoResumeProgress: an auto-resume reports progress on the call's own counter, which
+// the tool's later notifications continue (one counter per call, always increasing).
+func TestAutoResumeProgress(t *testing.T) {
+	h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.AutoResume = true })
+	h.claims.add("default", "mine", testOwner)
+	h.claims.setSuspended("default", "mine", true)
+	var mu sync.Mutex
+	var got []string
+	var counts []float64
+	h.c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method != "notifications/progress" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		msg, _ := n.Params.AdditionalFields["message"].(string)
+		var p float64 // in process the value is the server's int; over the wire a JSON number
+		b, _ := json.Marshal(n.Params.AdditionalFields["progress"])
+		_ = json.Unmarshal(b, &p)
+		got, counts = append(got, msg), append(counts, p)
+	})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "execute_command",
+		Arguments: map[string]any{"sandbox_claim_name": "mine", "command": "true"}, Meta: &mcp.Meta{ProgressToken: "t1"}}}
+	res, err := h.c.CallTool(context.Background(), req)
+	if err != nil || res.IsError {
+		t.Fatalf("%v %s", err, text(res))
+	}
+	// The in-process transport delivers notifications on its own goroutine.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 2 || got[0] != "the sandbox is suspended: resuming it" || got[1] != "ready" {
+		t.Errorf("progress messages %q", got)
+	}
+	for i := 1; i < len(counts); i++ {
+		if counts[i] <= counts[i-1] {
+			t.Errorf("progress counter %v does not increase", counts)
+		}
 	}
 }
