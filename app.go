@@ -77,7 +77,8 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	ka.rest.Wrap(a.tracing.Transport)
 	defaultNS := ka.namespace
 	if a.claims, err = kube.New(ka.rest, a.cfg.SessionLabelKey, kube.WithAPIUser(ka.user),
-		kube.WithRateLimit(a.cfg.APIQPS, a.cfg.APIBurst), kube.WithMetadataPolicy(a.cfg.Metadata), kube.WithLifetime(a.cfg.Lifetime)); err != nil {
+		kube.WithRateLimit(a.cfg.APIQPS, a.cfg.APIBurst), kube.WithMetadataPolicy(a.cfg.Metadata), kube.WithLifetime(a.cfg.Lifetime),
+		kube.WithSuspendPausesLifetime(a.cfg.SuspendPausesLifetime)); err != nil {
 		return nil, err
 	}
 	if a.conn, err = conn.New(a.cfg.Connection, a.claims, conn.WithInstrumentation(a.tracing.Transport, a.tracing.GRPC())); err != nil {
@@ -98,6 +99,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		AllowedNamespaces: a.cfg.AllowedNamespaces, MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
 		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor, ProcessOutputBytes: a.cfg.ProcessOutputBytes,
 		Custom: a.cfg.Custom, MaxVolumeSize: a.cfg.MaxVolumeSize, Observer: a.metrics,
+		AutoResume: a.cfg.AutoResume, SuspendPausesLifetime: a.cfg.SuspendPausesLifetime,
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stop = stop

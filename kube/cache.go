@@ -50,6 +50,8 @@ type options struct {
 	qps, burst int    // ratelimit.go
 	metadata   *MetadataPolicy
 	lifetime   *Lifetime
+	// pauseLifetime: Suspend stops the claim's lifetime clock (WithSuspendPausesLifetime).
+	pauseLifetime bool
 }
 
 func defaultOptions() options {

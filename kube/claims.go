@@ -197,6 +197,9 @@ func statusOf(sb *sandboxv1beta1.Sandbox) Status {
 	if sb == nil {
 		return Status{Status: StatusNotFound, Message: sandboxMissingMessage}
 	}
+	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
+		return suspendedStatus(sb)
+	}
 	cond := meta.FindStatusCondition(sb.Status.Conditions, conditionReady)
 	if cond == nil {
 		return Status{Status: StatusNotReady}
@@ -243,4 +246,24 @@ func fillFromSandbox(claim *Claim, sb *sandboxv1beta1.Sandbox) {
 		claim.ServiceFQDN = sb.Status.ServiceFQDN
 	}
 	claim.Ready = meta.IsStatusConditionTrue(sb.Status.Conditions, conditionReady)
+	claim.Suspended = sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended
+	claim.VolumePath = volumePath(sb)
+}
+
+// suspendedStatus reports the controller's progress of a suspension: the Suspended
+// condition's reason and message (PodTerminated once the pod is gone), else Ready's.
+func suspendedStatus(sb *sandboxv1beta1.Sandbox) Status {
+	cond := meta.FindStatusCondition(sb.Status.Conditions, conditionSuspended)
+	if cond == nil || cond.Reason == sandboxv1beta1.SandboxReasonNotSuspended {
+		// Not reconciled since the suspension yet (or a controller without the condition).
+		cond = meta.FindStatusCondition(sb.Status.Conditions, conditionReady)
+	}
+	if cond == nil {
+		return Status{Status: StatusSuspended, Message: "suspension requested"}
+	}
+	msg := cond.Message
+	if cond.Reason != "" {
+		msg = cond.Reason + ": " + cond.Message
+	}
+	return Status{Status: StatusSuspended, Message: msg}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,15 @@ func TestOwnershipHidesForeignClaims(t *testing.T) {
 			return err
 		},
 		"Delete": func(c *Client, name, owner string) error { return c.Delete(context.Background(), testNS, name, owner) },
+		"Suspend": func(c *Client, name, owner string) error {
+			c.suspendWait = time.Millisecond // no controller here to finish the suspension
+			_, err := c.Suspend(context.Background(), testNS, name, owner)
+			return err
+		},
+		"Resume": func(c *Client, name, owner string) error {
+			_, err := c.Resume(context.Background(), testNS, name, owner, time.Second, nil)
+			return err
+		},
 	}
 	tests := []struct {
 		claim, owner string

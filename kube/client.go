@@ -47,10 +47,13 @@ type Client struct {
 	lifetime Lifetime
 	renewed  renewals
 	events   typedcorev1.EventsGetter // nil: expiries are reported as plain "not found"
+	// pauseLifetime: Suspend removes the claim's shutdownTime and Resume restores it.
+	pauseLifetime bool
 
-	// Replaceable in tests for deterministic names and timestamps.
-	now     func() time.Time
-	newName func() (string, error)
+	// Replaceable in tests for deterministic names and timestamps, and a short wait.
+	now         func() time.Time
+	newName     func() (string, error)
+	suspendWait time.Duration // DefaultSuspendWait
 }
 
 // New builds the clientsets from cfg. opts bound the watch cache and set the API rate limit
@@ -96,6 +99,7 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 	if o.lifetime != nil {
 		c.lifetime = *o.lifetime
 	}
+	c.pauseLifetime = o.pauseLifetime
 	if c.metrics, err = metricsclientset.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("building metrics client: %w", err)
 	}
@@ -148,6 +152,8 @@ func NewFromClients(ext extclientset.Interface, core sandboxclientset.Interface,
 		lifetime: DefaultLifetime(),
 		now:      time.Now,
 		newName:  randomClaimName,
+
+		suspendWait: DefaultSuspendWait,
 	}
 }
 

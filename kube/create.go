@@ -74,7 +74,6 @@ func (c *Client) awaitReady(ctx context.Context, req CreateRequest, created *ext
 	}
 	fillFromSandbox(&claim, sb)
 	claim.Ready = true // the claim's Ready mirrors the Sandbox's at the time of the event
-	claim.VolumePath = volumePath(sb)
 	return claim, nil
 }
 

@@ -79,13 +79,15 @@ type Claim struct {
 	PodIPs      []string // from the Sandbox status (claim status as fallback)
 	ServiceFQDN string   // Sandbox status.serviceFQDN
 	Ready       bool     // Create/Get: Sandbox Ready condition; List: claim Ready condition
-	Created     time.Time
-	ShutdownAt  time.Time // the claim's lifecycle.shutdownTime; zero: none
+	// Suspended: the Sandbox's operatingMode is Suspended (Get, Resume; List does not know).
+	Suspended  bool
+	Created    time.Time
+	ShutdownAt time.Time // the claim's lifecycle.shutdownTime; zero: none
 	// ShutdownAfter is the lifetime window renewal on use restores (create_sandbox's or
 	// extend_sandbox's shutdown_after_seconds); zero: none.
 	ShutdownAfter time.Duration
 	// VolumePath is where a persistent WorkspaceVolume is mounted in the first container
-	// (Create only; "" without one).
+	// (from the Sandbox's spec: not List; "" without one).
 	VolumePath string
 }
 
@@ -106,7 +108,7 @@ const WorkspaceVolume = "workspace"
 
 // Status is the readiness of a claim's Sandbox, as get_sandbox_status reports it.
 type Status struct {
-	Status     string // SandboxReady | SandboxNotReady | SandboxNotFound
+	Status     string // SandboxReady | SandboxNotReady | SandboxSuspended | SandboxNotFound
 	Ready      bool
 	Message    string
 	ShutdownAt time.Time // the claim's shutdown time; zero: none

@@ -103,7 +103,7 @@ func validated(st server.ServerTool) server.ServerTool {
 		}
 		// The handler decodes the bytes just checked (bind) rather than encode them again.
 		req.Params.Arguments = raw
-		return next(ctx, req)
+		return next(withProgress(ctx, req), req)
 	}
 	return st
 }

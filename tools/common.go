@@ -66,14 +66,27 @@ func (d Deps) caller(ctx context.Context, a claimArgs) (claimRef, string, error)
 	return ref, owner, err
 }
 
-// resolve checks ownership and returns the caller's claim. Every claim-targeted tool starts here.
+// resolve checks ownership and returns the caller's claim. Every claim-targeted tool starts here,
+// so it is also where a suspended sandbox is refused, or resumed first with AutoResume.
 func (d Deps) resolve(ctx context.Context, a claimArgs) (kube.Claim, claimRef, error) {
 	ref, owner, err := d.caller(ctx, a)
 	if err != nil {
 		return kube.Claim{}, ref, err
 	}
 	c, err := d.Claims.Get(ctx, ref.Namespace, ref.Name, owner)
-	return c, ref, err
+	if err != nil || !c.Suspended {
+		return c, ref, err
+	}
+	if !d.AutoResume {
+		return c, ref, errSuspended
+	}
+	p := callProgress(ctx)
+	p.send("the sandbox is suspended: resuming it")
+	c, err = d.Claims.Resume(ctx, ref.Namespace, ref.Name, owner, kube.DefaultReadyTimeout, p.send)
+	if err != nil {
+		return c, ref, fmt.Errorf("%w: %w", errResume, err)
+	}
+	return c, ref, nil
 }
 
 func structured(v any) *mcp.CallToolResult { return mcp.NewToolResultStructuredOnly(v) }

@@ -21,6 +21,8 @@ type Claims interface {
 	Delete(ctx context.Context, namespace, name, owner string) error
 	Extend(ctx context.Context, namespace, name, owner string, after time.Duration) (kube.Claim, error)
 	Status(ctx context.Context, namespace, name, owner string) (kube.Status, error)
+	Suspend(ctx context.Context, namespace, name, owner string) (kube.Status, error)
+	Resume(ctx context.Context, namespace, name, owner string, readyTimeout time.Duration, progress func(string)) (kube.Claim, error)
 	CountPrincipal(ctx context.Context, namespace, principal string) (int, error)
 	Catalog(ctx context.Context, namespace string) ([]kube.Pool, []kube.Template, error)
 	Usage(ctx context.Context, namespace, name, owner string) (kube.Usage, error)
@@ -80,6 +82,11 @@ type Deps struct {
 	// Who names the authenticated caller on audit Events ("static:alice"); nil or "": the
 	// Principal label, else the owner.
 	Who func(ctx context.Context) string
+	// AutoResume: a call that needs a suspended sandbox resumes it first instead of failing.
+	AutoResume bool
+	// SuspendPausesLifetime says (for suspend_sandbox's note) that the kube client stops a
+	// suspended claim's lifetime clock (kube.WithSuspendPausesLifetime).
+	SuspendPausesLifetime bool
 	// Observer counts calls, sandboxes and output (internal/telemetry); nil: none.
 	Observer Observer
 }

@@ -44,6 +44,8 @@ func advice(op string, ref claimRef, err error) string {
 		return processAdvice(op, ref, err)
 	case workspaceAdvice(op, err) != "":
 		return workspaceAdvice(op, err)
+	case suspendAdvice(op, ref, err) != "":
+		return suspendAdvice(op, ref, err)
 	case errors.Is(err, kube.ErrInvalid):
 		return fmt.Sprintf("Could not %s: %v. Fix that argument and retry.", op, err)
 	case errors.As(err, &expired):

@@ -32,6 +32,8 @@ type fakeClaims struct {
 	custom     []kube.CustomSpec      // EnsureCustomPool's requests
 	collected  chan string            // CollectCustomPools' namespaces, when set
 	audits     []string               // Audit's calls: "namespace/name principal tool outcome"
+	resumes    int                    // Resume's calls
+	resumeErr  error                  // returned by Resume when set
 }
 
 func newFakeClaims() *fakeClaims {
@@ -178,6 +180,44 @@ func (f *fakeClaims) Status(ctx context.Context, ns, name, owner string) (kube.S
 		return kube.Status{Status: "SandboxNotReady", Message: "Pod is terminating"}, nil
 	}
 	return kube.Status{Status: "SandboxReady", Ready: true, Message: "Pod is Ready"}, nil
+}
+
+func (f *fakeClaims) setSuspended(ns, name string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.claims[ns+"/"+name]
+	c.Suspended, c.Ready = on, !on
+	c.PodIPs = nil
+	if !on {
+		c.PodIPs = []string{"127.0.0.10"} // a resumed sandbox has a new pod
+	}
+	f.claims[ns+"/"+name] = c
+}
+
+func (f *fakeClaims) Suspend(ctx context.Context, ns, name, owner string) (kube.Status, error) {
+	if _, err := f.Get(ctx, ns, name, owner); err != nil {
+		return kube.Status{}, err
+	}
+	f.setSuspended(ns, name, true)
+	return kube.Status{Status: kube.StatusSuspended, Message: "PodTerminated: Pod has been terminated. Sandbox is suspended"}, nil
+}
+
+func (f *fakeClaims) Resume(ctx context.Context, ns, name, owner string, _ time.Duration, progress func(string)) (kube.Claim, error) {
+	if _, err := f.Get(ctx, ns, name, owner); err != nil {
+		return kube.Claim{}, err
+	}
+	f.mu.Lock()
+	f.resumes++
+	err := f.resumeErr
+	f.mu.Unlock()
+	if err != nil {
+		return kube.Claim{}, err
+	}
+	f.setSuspended(ns, name, false)
+	if progress != nil {
+		progress("ready")
+	}
+	return f.Get(ctx, ns, name, owner)
 }
 
 // fakeConn answers from fixed data and records what it was asked.

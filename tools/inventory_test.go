@@ -60,7 +60,7 @@ func TestEveryTool(t *testing.T) {
 		"download_archive": true, "get_sandbox_metrics": true}
 	destructive := map[string]bool{"delete_sandbox": true, "execute_command": true, "upload_file": true, "run_code": true,
 		"start_process": true, "signal_process": true, "edit_file": true, "move_path": true, "remove_path": true,
-		"upload_archive": true}
+		"upload_archive": true, "suspend_sandbox": true}
 	h := newHarness(t)
 	res, err := h.c.ListTools(context.Background(), mcp.ListToolsRequest{})
 	if err != nil {

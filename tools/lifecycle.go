@@ -46,7 +46,7 @@ func deleteTool(d Deps) server.ServerTool {
 
 // StatusResult is get_sandbox_status's answer.
 type StatusResult struct {
-	Status       string `json:"status" jsonschema:"SandboxReady, SandboxNotReady or SandboxNotFound"`
+	Status       string `json:"status" jsonschema:"SandboxReady, SandboxNotReady, SandboxSuspended or SandboxNotFound"`
 	Ready        bool   `json:"ready"`
 	Message      string `json:"message" jsonschema:"the Kubernetes Ready condition message, empty if none"`
 	ShutdownTime string `json:"shutdown_time,omitempty" jsonschema:"RFC 3339 time of its automatic deletion; use renews it"`
@@ -55,7 +55,8 @@ type StatusResult struct {
 func statusTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("get_sandbox_status",
 		mcp.WithToolTitle("Get sandbox status"),
-		mcp.WithDescription("Reports whether a sandbox is ready, from its Kubernetes Ready condition: status is SandboxReady, SandboxNotReady or SandboxNotFound."),
+		mcp.WithDescription("Reports whether a sandbox is ready, from its Kubernetes Ready condition: status is SandboxReady, SandboxNotReady, "+
+			"SandboxSuspended (suspend_sandbox stopped it; resume_sandbox starts it again) or SandboxNotFound."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),

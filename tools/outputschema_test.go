@@ -20,8 +20,8 @@ func derivedOutputSchemas(t *testing.T) map[string]json.RawMessage {
 		derived[CatalogResult], derived[CreateResult], derived[DeleteResult], derived[DownloadArchiveResult],
 		derived[DownloadResult], derived[EditFileResult], derived[ExecResult], derived[ExistsResult], derived[ExtendResult],
 		derived[ExposeResult], derived[ListResult], derived[MetricsResult], derived[PathResult],
-		derived[ProcessInfo], derived[ProcessList], derived[ProcessOutput], derived[ReadFileResult],
-		derived[SearchResult], derived[SignalResult], derived[StatusResult], derived[StdinResult],
+		derived[ProcessInfo], derived[ProcessList], derived[ProcessOutput], derived[ReadFileResult], derived[ResumeResult],
+		derived[SearchResult], derived[SignalResult], derived[StatusResult], derived[StdinResult], derived[SuspendResult],
 		derived[UnexposeResult], derived[UploadArchiveResult], derived[UploadResult],
 	} {
 		if err := derive(out); err != nil {

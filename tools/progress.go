@@ -19,7 +19,26 @@ type progress struct {
 	done  bool
 }
 
+// progressKey holds the call's one progress in its context (withProgress).
+type progressKey struct{}
+
+// withProgress gives the call one progress counter, shared by everything in it that reports
+// (an auto-resume in resolve, then the tool's own heartbeats): two counters would both start
+// at 1, and the spec wants one that always increases.
+func withProgress(ctx context.Context, req mcp.CallToolRequest) context.Context {
+	return context.WithValue(ctx, progressKey{}, newProgress(ctx, req))
+}
+
+// callProgress is the call's progress; nil (which sends nothing) outside a tool call.
+func callProgress(ctx context.Context) *progress {
+	p, _ := ctx.Value(progressKey{}).(*progress)
+	return p
+}
+
 func newProgress(ctx context.Context, req mcp.CallToolRequest) *progress {
+	if p := callProgress(ctx); p != nil {
+		return p
+	}
 	p := &progress{ctx: ctx, srv: server.ServerFromContext(ctx)}
 	if req.Params.Meta != nil {
 		p.token = req.Params.Meta.ProgressToken

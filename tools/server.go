@@ -34,6 +34,8 @@ Working on code: search_files finds files (glob) and lines (pattern); read_file 
 result; make_directory, move_path and remove_path manage the tree; upload_archive and download_archive move a whole
 directory as a tar. Prefer them to shell pipelines: their output is bounded.
 get_sandbox_metrics shows what your sandboxes use (CPU, memory, disk, limits, time left), for one or all of them.
+suspend_sandbox stops a sandbox's pod to save resources (running processes end; only files on its persistent volume,
+create_sandbox's volume_size, survive); resume_sandbox starts a new pod and waits until it is ready.
 To look at a web app or API running in a sandbox (listening on 0.0.0.0), expose_port gives a URL for its port;
 unexpose_port ends it.`,
 	defaultShutdownAfter, maxTimeout, output.DefaultBudget, output.MaxBudget)
@@ -49,7 +51,7 @@ func All(d Deps) []server.ServerTool {
 	}
 	all := []server.ServerTool{
 		catalogTool(d), metricsTool(d), exposeTool(d), unexposeTool(d), createTool(d), deleteTool(d), execTool(d), uploadTool(d), downloadTool(d),
-		listTool(d), existsTool(d), statusTool(d), extendTool(d), runCodeTool(d),
+		listTool(d), existsTool(d), statusTool(d), extendTool(d), suspendTool(d), resumeTool(d), runCodeTool(d),
 		startProcessTool(d), readProcessTool(d), writeProcessTool(d), signalProcessTool(d), listProcessesTool(d),
 		readFileTool(d), editFileTool(d), searchFilesTool(d), makeDirectoryTool(d), movePathTool(d), removePathTool(d),
 		uploadArchiveTool(d), downloadArchiveTool(d),

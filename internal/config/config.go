@@ -34,6 +34,14 @@ const maxRate = 1_000_000
 // defaultAllowNoShutdown refuses shutdown_after_seconds: null unless the operator says otherwise.
 const defaultAllowNoShutdown = false
 
+// defaultAutoResume: a call on a suspended sandbox is refused with advice to resume it, so
+// that the model decides when the sandbox's pod (and its cost) comes back.
+const defaultAutoResume = false
+
+// defaultSuspendPausesLifetime: a suspended sandbox still expires at its shutdown time, so a
+// forgotten suspension cannot keep its volume forever.
+const defaultSuspendPausesLifetime = false
+
 // Config is everything the server is configured with from the environment.
 type Config struct {
 	Connection      conn.Config
@@ -47,7 +55,10 @@ type Config struct {
 	AllowNoShutdown      bool          // K8S_SANDBOX_ALLOW_NO_SHUTDOWN (default false: shutdown_after_seconds null is refused)
 	Lifetime             kube.Lifetime // K8S_SANDBOX_RENEW_ON_USE, K8S_SANDBOX_MAX_LIFETIME_SECONDS
 	KeepOnSessionEnd     bool          // K8S_SANDBOX_KEEP_SANDBOXES_ON_SESSION_END
-	StdioOwner           string        // K8S_SANDBOX_STDIO_OWNER (default: random per process)
+	// Suspension (suspend_sandbox, resume_sandbox).
+	AutoResume            bool   // K8S_SANDBOX_AUTO_RESUME: a call on a suspended sandbox resumes it first
+	SuspendPausesLifetime bool   // K8S_SANDBOX_SUSPEND_PAUSES_LIFETIME: shutdownTime waits while suspended
+	StdioOwner            string // K8S_SANDBOX_STDIO_OWNER (default: random per process)
 	// The Kubernetes client's one token bucket (kube.WithRateLimit).
 	APIQPS   int // K8S_SANDBOX_API_QPS (kube.NoRateLimit: none)
 	APIBurst int // K8S_SANDBOX_API_BURST
@@ -134,6 +145,8 @@ func Parse(vars map[string]string) (Config, error) {
 			Prefix, int(c.MaxShutdownAfter/time.Second))
 	}
 	c.KeepOnSessionEnd = p.boolean("KEEP_SANDBOXES_ON_SESSION_END", false)
+	c.AutoResume = p.boolean("AUTO_RESUME", defaultAutoResume)
+	c.SuspendPausesLifetime = p.boolean("SUSPEND_PAUSES_LIFETIME", defaultSuspendPausesLifetime)
 	c.StdioOwner = p.str("STDIO_OWNER", "")
 	c.ProcessOutputBytes = int64(p.integer("PROCESS_OUTPUT_MAX_BYTES", proc.DefaultMaxOutputBytes, proc.MinMaxOutputBytes, maxProcessOutputBytes))
 	if c.StdioOwner != "" && len(validation.IsValidLabelValue(c.StdioOwner)) > 0 {

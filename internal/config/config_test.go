@@ -75,6 +75,21 @@ func TestParse(t *testing.T) {
 					t.Errorf("got %+v", c)
 				}
 			}},
+		{name: "suspension defaults", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},
+			check: func(t *testing.T, c Config) {
+				if c.AutoResume || c.SuspendPausesLifetime {
+					t.Errorf("auto-resume %v, suspend pauses lifetime %v; want both off", c.AutoResume, c.SuspendPausesLifetime)
+				}
+			}},
+		{name: "suspension settings", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster",
+			"K8S_SANDBOX_AUTO_RESUME": "true", "K8S_SANDBOX_SUSPEND_PAUSES_LIFETIME": "true"},
+			check: func(t *testing.T, c Config) {
+				if !c.AutoResume || !c.SuspendPausesLifetime {
+					t.Errorf("auto-resume %v, suspend pauses lifetime %v; want both on", c.AutoResume, c.SuspendPausesLifetime)
+				}
+			}},
+		{name: "auto-resume not a bool", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_AUTO_RESUME": "sometimes"},
+			wantErr: `K8S_SANDBOX_AUTO_RESUME must be true or false, got "sometimes"`},
 		{name: "no shutdown not a bool", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_ALLOW_NO_SHUTDOWN": "always"},
 			wantErr: `K8S_SANDBOX_ALLOW_NO_SHUTDOWN must be true or false, got "always"`},
 		{name: "bad quota", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER": "-1"}, wantErr: `K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER must be an integer from 0 to 100000, got "-1"`},

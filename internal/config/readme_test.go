@@ -33,6 +33,8 @@ func TestREADMEDefaults(t *testing.T) {
 		Prefix + "CLUSTER_DOMAIN":                       "`" + conn.DefaultClusterDomain + "`",
 		Prefix + "DNS_SERVER":                           "(system resolver)",
 		Prefix + "ALLOW_NO_SHUTDOWN":                    "`" + strconv.FormatBool(defaultAllowNoShutdown) + "`",
+		Prefix + "AUTO_RESUME":                          "`" + strconv.FormatBool(defaultAutoResume) + "`",
+		Prefix + "SUSPEND_PAUSES_LIFETIME":              "`" + strconv.FormatBool(defaultSuspendPausesLifetime) + "`",
 		Prefix + "API_QPS":                              "`" + strconv.Itoa(kube.DefaultQPS) + "`",
 		Prefix + "API_BURST":                            "`" + strconv.Itoa(kube.DefaultBurst) + "`",
 		Prefix + "PROCESS_OUTPUT_MAX_BYTES":             "`" + strconv.Itoa(proc.DefaultMaxOutputBytes) + "`",

@@ -30,7 +30,7 @@ func TestSessionsAreIsolated(t *testing.T) {
 		for tool, extra := range map[string]map[string]any{
 			"execute_command": {"command": "id"}, "upload_file": {"path": "x", "content": "y"},
 			"download_file": {"path": "x"}, "list_files": {"path": "."}, "file_exists": {"path": "x"},
-			"get_sandbox_status": {}, "delete_sandbox": {},
+			"get_sandbox_status": {}, "delete_sandbox": {}, "suspend_sandbox": {}, "resume_sandbox": {},
 		} {
 			args := map[string]any{}
 			for k, v := range claim {

@@ -50,7 +50,8 @@ var (
 )
 
 // specPerms are the spec's RBAC sentence, plus what gateway mode reads and what
-// list_sandbox_templates lists and get_sandbox_metrics reads.
+// list_sandbox_templates lists and get_sandbox_metrics reads, and the components' (sandboxes
+// built to order, suspend and resume).
 var specPerms = []perm{
 	{claimsGroup, "sandboxclaims", "create"}, {claimsGroup, "sandboxclaims", "get"}, {claimsGroup, "sandboxclaims", "list"},
 	{claimsGroup, "sandboxclaims", "watch"}, {claimsGroup, "sandboxclaims", "delete"}, {claimsGroup, "sandboxclaims", "patch"},
@@ -60,7 +61,7 @@ var specPerms = []perm{
 	{metricsGroup, "pods", "get"}, {"", "events", "create"}, {"", "events", "patch"}, {"", "events", "list"},
 	{claimsGroup, "sandboxtemplates", "get"}, {claimsGroup, "sandboxtemplates", "create"}, {claimsGroup, "sandboxtemplates", "delete"},
 	{claimsGroup, "sandboxwarmpools", "get"}, {claimsGroup, "sandboxwarmpools", "create"}, {claimsGroup, "sandboxwarmpools", "patch"},
-	{claimsGroup, "sandboxwarmpools", "delete"},
+	{claimsGroup, "sandboxwarmpools", "delete"}, {sandboxGroup, "sandboxes", "patch"},
 }
 
 // optionalPerms are granted because the spec lists them; the server works without them:

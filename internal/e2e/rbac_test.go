@@ -130,6 +130,14 @@ func verbCases() []verbCase {
 			p.forbidden(t, callError(t, s, "execute_command", p.args(exec)), q)
 			p.createFails(t, s, q) // the created claim is deleted again
 		}},
+		{perm{sandboxGroup, "sandboxes", "patch"}, func(t *testing.T, p probe, q perm) { // deploy/suspend/: the operatingMode
+			// resume_sandbox on the running shared sandbox patches nothing, so only suspend is refused.
+			p.forbidden(t, callError(t, p.session(t), "suspend_sandbox", p.args(nil)), q)
+			sb := sandboxOf(t, p.ns, p.claim)
+			if sb.Spec.OperatingMode == "Suspended" {
+				t.Error("the shared sandbox was suspended without patch on sandboxes")
+			}
+		}},
 		{perm{claimsGroup, "sandboxwarmpools", "list"}, func(t *testing.T, p probe, q perm) {
 			p.forbidden(t, callError(t, p.session(t), "list_sandbox_templates", map[string]any{"namespace": p.ns}), q)
 		}},
