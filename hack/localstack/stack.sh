@@ -171,11 +171,6 @@ cmd_up() {
     --kubeconfig="$PKI/kubelet.kubeconfig" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" \
     --root-dir="$NODE_DIR/kubelet/root" --v=1
   start kube-proxy "$NODE_BIN/kube-proxy" --config="$NODE_DIR/proxy/config.yaml" --v=1
-  # NetworkPolicy: only the firewall. Traffic from the node itself (the MCP server and the
-  # router run as processes here) always reaches pods, as the NetworkPolicy API allows.
-  start kube-router "$KUBE_ROUTER_BIN/kube-router" --kubeconfig="$KUBECONFIG" --hostname-override="$NODE_NAME" \
-    --run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
-    --service-cluster-ip-range="$SERVICE_CIDR" --health-port=20244 --iptables-sync-period=1m --v=1
   kubectl wait --for=condition=Established --timeout=30s crd --all >/dev/null
   start agent-sandbox-controller "$SANDBOX_BIN/agent-sandbox-controller" --kubeconfig="$KUBECONFIG" \
     --extensions --leader-elect=false "${CONTROLLER_FLAGS[@]}" \
@@ -188,6 +183,12 @@ cmd_up() {
   wait_for kube-controller-manager 30 in_ns curl -fsSk https://127.0.0.1:10257/healthz
   wait_for kube-scheduler 30 in_ns curl -fsSk https://127.0.0.1:10259/healthz
   wait_for kubelet 60 kubectl wait --for=condition=Ready --timeout=2s "node/$NODE_NAME"
+  # NetworkPolicy: only the firewall, once the Node it enforces on is registered. Traffic from
+  # the node itself (the MCP server and the router run as processes here) always reaches pods,
+  # as the NetworkPolicy API allows.
+  start kube-router "$KUBE_ROUTER_BIN/kube-router" --kubeconfig="$KUBECONFIG" --hostname-override="$NODE_NAME" \
+    --run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
+    --service-cluster-ip-range="$SERVICE_CIDR" --health-port=20244 --iptables-sync-period=1m --v=1
   wait_for kube-proxy 30 in_ns curl -fsS http://127.0.0.1:10256/healthz
   wait_for kube-router 30 in_ns curl -fsS http://127.0.0.1:20244/healthz
   wait_for default-serviceaccount 30 kubectl -n default get serviceaccount default
