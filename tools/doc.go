@@ -1,6 +1,7 @@
 // Package tools holds the MCP surface of k8s-sandbox-mcp: one handler per tool of the spec
 // (create_sandbox, delete_sandbox, execute_command, upload_file, download_file, list_files,
-// file_exists, get_sandbox_status), run_code, list_sandbox_templates (catalog.go), get_sandbox_metrics
+// file_exists, get_sandbox_status), run_code, list_sandbox_templates (catalog.go), list_sandboxes (sandboxes.go:
+// the caller's claims from the API, so it sees what other sessions, restarts and replicas made), get_sandbox_metrics
 // (metrics.go: metrics.k8s.io through kube, disk and a cgroup fallback through conn/usage),
 // expose_port and unexpose_port (ports.go, served by internal/ports through the Ports interface), the process tools (start_process,
 // read_process_output, write_process_stdin, signal_process, list_processes: process.go, whose
