@@ -228,6 +228,9 @@ func (c *Client) validate(req CreateRequest) error {
 			errs = append(errs, fmt.Errorf("pod annotation key %q is not a valid qualified name", k))
 		}
 	}
+	if req.Attach && req.RequestID == "" {
+		errs = append(errs, errors.New("attach needs a request id"))
+	}
 	if req.ShutdownAfter != nil && *req.ShutdownAfter < time.Second {
 		errs = append(errs, fmt.Errorf("shutdown after %s: must be a positive number of seconds", *req.ShutdownAfter))
 	}
