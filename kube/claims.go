@@ -96,7 +96,9 @@ func (c *Client) list(ctx context.Context, namespace, owner string) ([]Claim, er
 	for i := range list.Items {
 		// The selector already filters; checking again guards against clients that ignore it.
 		if v, ok := list.Items[i].Labels[c.ownerKey]; ok && v == owner {
-			out = append(out, claimFromObject(&list.Items[i]))
+			claim := claimFromObject(&list.Items[i])
+			claim.Labels = c.userLabels(&list.Items[i])
+			out = append(out, claim)
 		}
 	}
 	if len(out) > 0 && namespace != metav1.NamespaceAll {
@@ -223,7 +225,30 @@ func claimFromObject(obj *extv1beta1.SandboxClaim) Claim {
 		ShutdownAt:  shutdownTime(obj),
 
 		ShutdownAfter: window(obj),
+		RequestID:     obj.Annotations[RequestIDAnnotation],
+		Suspended:     readyReason(obj) == sandboxv1beta1.SandboxReasonSuspended,
 	}
+}
+
+// readyReason is the claim's Ready reason, which the controller forwards from the Sandbox.
+func readyReason(obj *extv1beta1.SandboxClaim) string {
+	if cond := meta.FindStatusCondition(obj.Status.Conditions, conditionReady); cond != nil {
+		return cond.Reason
+	}
+	return ""
+}
+
+// userLabels are the claim's labels without the server's own (owner, principal, created-by):
+// what the caller set with create_sandbox's labels.
+func (c *Client) userLabels(obj *extv1beta1.SandboxClaim) map[string]string {
+	out := map[string]string{}
+	for k, v := range obj.Labels {
+		if k == c.ownerKey || k == createdByLabel || strings.HasPrefix(k, ServerDomain+"/") {
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func shutdownTime(obj *extv1beta1.SandboxClaim) time.Time {
@@ -246,7 +271,7 @@ func fillFromSandbox(claim *Claim, sb *sandboxv1beta1.Sandbox) {
 		claim.ServiceFQDN = sb.Status.ServiceFQDN
 	}
 	claim.Ready = meta.IsStatusConditionTrue(sb.Status.Conditions, conditionReady)
-	claim.Suspended = sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended
+	claim.Suspended = claim.Suspended || sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended
 	claim.VolumePath = volumePath(sb)
 }
 

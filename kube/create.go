@@ -21,7 +21,8 @@ import (
 const nameAttempts = 5
 
 // Create posts a claim for req.WarmPool, waits by watch until it is Ready and bound to a Sandbox,
-// and returns it. On any failure, timeout or cancellation the claim is deleted before returning.
+// and returns it. On any failure, timeout or cancellation the claim is deleted before returning,
+// unless it was an existing claim of req.RequestID: that one belongs to the call that posted it.
 func (c *Client) Create(ctx context.Context, req CreateRequest) (Claim, error) {
 	if err := c.validate(req); err != nil {
 		return Claim{}, err
@@ -30,20 +31,37 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (Claim, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
-	created, err := c.createClaim(ctx, req)
+	var (
+		created *extv1beta1.SandboxClaim
+		reused  bool
+		err     error
+	)
+	if req.RequestID != "" {
+		created, reused, err = c.requestClaim(ctx, req)
+	} else {
+		created, err = c.createClaim(ctx, req)
+	}
 	if err != nil {
 		return Claim{}, err
 	}
 	if req.Posted != nil {
 		req.Posted()
 	}
-	progress("claim created")
+	if reused {
+		progress("claim of this request_id found")
+	} else {
+		progress("claim created")
+	}
 	c.watchNamespace(req.Namespace) // syncs while the claim gets ready
 
 	claim, err := c.awaitReady(ctx, req, created, progress)
 	if err != nil {
-		return Claim{}, c.cleanup(ctx, req.Namespace, created.Name, err)
+		if reused {
+			return Claim{}, err
+		}
+		return Claim{}, c.cleanup(ctx, req.Namespace, created.Name, &metav1.Preconditions{UID: &created.UID}, err)
 	}
+	claim.Reused = reused
 	progress("ready")
 	return claim, nil
 }
@@ -59,9 +77,16 @@ func (c *Client) awaitReady(ctx context.Context, req CreateRequest, created *ext
 		rv:       created.ResourceVersion,
 		progress: progress,
 	}
-	ready, err := w.wait(ctx, timeout)
+	// A claim of an earlier create of the same request may be ready already: no event to wait for.
+	done, err := w.observe(created)
 	if err != nil {
 		return Claim{}, err
+	}
+	ready := created
+	if !done {
+		if ready, err = w.wait(ctx, timeout); err != nil {
+			return Claim{}, err
+		}
 	}
 	claim := claimFromObject(ready)
 	sb, err := c.getSandbox(ctx, req.Namespace, claim.SandboxName)
@@ -92,11 +117,12 @@ func volumePath(sb *sandboxv1beta1.Sandbox) string {
 	return ""
 }
 
-// cleanup deletes a claim whose creation failed, on a context that outlives ctx's cancellation.
-func (c *Client) cleanup(ctx context.Context, namespace, name string, cause error) error {
+// cleanup deletes a claim whose creation failed, on a context that outlives ctx's cancellation;
+// pre (when known) keeps it to the very claim this call made.
+func (c *Client) cleanup(ctx context.Context, namespace, name string, pre *metav1.Preconditions, cause error) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if err := c.deleteClaim(dctx, namespace, name, nil); err != nil {
+	if err := c.deleteClaim(dctx, namespace, name, pre); err != nil {
 		return fmt.Errorf("%w (cleanup also failed: %v)", cause, err)
 	}
 	return cause
@@ -117,7 +143,7 @@ func (c *Client) createClaim(ctx context.Context, req CreateRequest) (*extv1beta
 		if err != nil {
 			if ctx.Err() != nil {
 				// The POST may have landed before the cancellation; don't leave it behind.
-				return nil, c.cleanup(ctx, req.Namespace, name, fmt.Errorf("creating sandbox claim: %w", err))
+				return nil, c.cleanup(ctx, req.Namespace, name, nil, fmt.Errorf("creating sandbox claim: %w", err))
 			}
 			return nil, fmt.Errorf("creating sandbox claim in namespace %q: %w", req.Namespace, err)
 		}
@@ -202,6 +228,9 @@ func (c *Client) validate(req CreateRequest) error {
 		if !ValidLabelKey(k) {
 			errs = append(errs, fmt.Errorf("pod annotation key %q is not a valid qualified name", k))
 		}
+	}
+	if req.Attach && req.RequestID == "" {
+		errs = append(errs, errors.New("attach needs a request id"))
 	}
 	if req.ShutdownAfter != nil && *req.ShutdownAfter < time.Second {
 		errs = append(errs, fmt.Errorf("shutdown after %s: must be a positive number of seconds", *req.ShutdownAfter))

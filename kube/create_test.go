@@ -119,6 +119,7 @@ func TestCreateValidation(t *testing.T) {
 		{"empty owner", func(r *CreateRequest) { r.Owner = "" }, "owner"},
 		{"bad namespace", func(r *CreateRequest) { r.Namespace = "Not_A_NS" }, "namespace"},
 		{"owner key in labels", func(r *CreateRequest) { r.Labels = map[string]string{testKey: "other"} }, "reserved"},
+		{"attach without request id", func(r *CreateRequest) { r.Attach = true }, "attach needs a request id"},
 		{"bad label key", func(r *CreateRequest) { r.Labels = map[string]string{"bad key": "v"} }, `label key "bad key"`},
 		{"bad label value", func(r *CreateRequest) { r.Labels = map[string]string{"k": "-bad-"} }, `value "-bad-"`},
 		{"bad pod label key", func(r *CreateRequest) { r.PodLabels = map[string]string{"a/b/c": "v"} }, `pod label key "a/b/c"`},

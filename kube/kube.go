@@ -68,6 +68,13 @@ type CreateRequest struct {
 	// Posted, when set, is called once the claim exists in the API (before the wait for
 	// readiness), or not at all if the create failed before; callers counting claims use it.
 	Posted func()
+	// RequestID, when set, names the claim after (Owner, RequestID) (RequestClaimName), so that
+	// creates of the same request, concurrent or on other replicas, make one claim: each gets
+	// the live claim back (Claim.Reused) and waits for it like the one that posted it.
+	RequestID string
+	// Attach, with RequestID, never posts: Create only returns the live claim of the request
+	// (ErrNotFound without one). For a caller at its sandbox cap, whose repeat adds none.
+	Attach bool
 }
 
 // Claim is what callers need of a SandboxClaim and its Sandbox.
@@ -79,16 +86,23 @@ type Claim struct {
 	PodIPs      []string // from the Sandbox status (claim status as fallback)
 	ServiceFQDN string   // Sandbox status.serviceFQDN
 	Ready       bool     // Create/Get: Sandbox Ready condition; List: claim Ready condition
-	// Suspended: the Sandbox's operatingMode is Suspended (Get, Resume; List does not know).
-	Suspended  bool
-	Created    time.Time
-	ShutdownAt time.Time // the claim's lifecycle.shutdownTime; zero: none
+	Created     time.Time
+	ShutdownAt  time.Time // the claim's lifecycle.shutdownTime; zero: none
 	// ShutdownAfter is the lifetime window renewal on use restores (create_sandbox's or
 	// extend_sandbox's shutdown_after_seconds); zero: none.
 	ShutdownAfter time.Duration
 	// VolumePath is where a persistent WorkspaceVolume is mounted in the first container
 	// (from the Sandbox's spec: not List; "" without one).
 	VolumePath string
+	// Reused (Create only): an earlier create of the same RequestID posted the claim.
+	Reused bool
+	// RequestID is the create_sandbox request id the claim was made for, "" if none.
+	RequestID string
+	// Labels are the caller's labels (List only): the server's own are left out.
+	Labels map[string]string
+	// Suspended: the Sandbox's operatingMode is Suspended (Get, Create, Resume), or its Ready
+	// reason, which the claim mirrors, is SandboxSuspended (List).
+	Suspended bool
 }
 
 // DefaultMaxVolumeSize caps CreateRequest.VolumeSize unless the operator sets another cap.

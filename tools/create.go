@@ -28,6 +28,7 @@ type createArgs struct {
 	Cpus                 *float64          `json:"cpus"`
 	Memory               *int64            `json:"memory"`
 	VolumeSize           string            `json:"volume_size"`
+	RequestID            string            `json:"request_id"`
 }
 
 // CreateResult is create_sandbox's answer.
@@ -66,6 +67,7 @@ func createTool(d Deps) server.ServerTool {
 					"(%s to %s). It replaces the template's %q volume, survives a restart of the sandbox's pod and is deleted "+
 					"with the sandbox; the answer's volume_path says where it is mounted. Like env, only where the template allows "+
 					"it (list_sandbox_templates: volumes Allowed or Overrides), and the sandbox starts fresh.", kube.MinVolumeSize, d.maxVolumeSizeText(), kube.WorkspaceVolume)},
+			"request_id": requestIDProp(),
 		})),
 		outputSchema[CreateResult](),
 		hints(false, false, false),
@@ -89,7 +91,7 @@ func createTool(d Deps) server.ServerTool {
 	}}
 }
 
-func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs) (CreateResult, error) {
+func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs) (_ CreateResult, err error) {
 	ns, err := d.namespace(a.Namespace)
 	if err != nil {
 		return CreateResult{}, err
@@ -111,7 +113,18 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 		return CreateResult{}, err
 	}
 	principal, release, err := d.admit(ctx, owner, ns)
-	if err != nil {
+	attach := false
+	if errors.Is(err, errAtCap) && a.RequestID != "" {
+		// At the cap a repeat of a live request still gets its sandbox: it adds none. Attach
+		// never posts, so a request whose sandbox is gone stays refused.
+		capErr := err
+		attach, release = true, func() {}
+		defer func() {
+			if errors.Is(err, kube.ErrNotFound) {
+				err = capErr
+			}
+		}()
+	} else if err != nil {
 		return CreateResult{}, err
 	}
 	defer release()
@@ -133,6 +146,7 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	c, err := d.Claims.Create(ctx, kube.CreateRequest{
 		Namespace: ns, WarmPool: pool, Labels: a.Labels, Owner: owner, Principal: principal, ShutdownAfter: shutdown,
 		PodLabels: a.PodLabels, PodAnnotations: a.PodAnnotations, Env: a.Env, VolumeSize: volume, ReadyTimeout: ready, Progress: p.send, Posted: release,
+		RequestID: a.RequestID, Attach: attach,
 	})
 	if terr := tracked(c.Name); terr != nil {
 		return CreateResult{}, terr
@@ -140,15 +154,31 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 	if err != nil {
 		return CreateResult{}, err
 	}
-	d.observe().SandboxCreated(time.Since(start))
 	res := CreateResult{SandboxClaimName: c.Name, Namespace: c.Namespace, SandboxName: c.SandboxName, VolumePath: c.VolumePath}
 	if custom {
 		res.CustomPool = pool
 	}
-	if shutdown != nil {
+	// The claim's own shutdown time, so a repeat of the request answers exactly the same.
+	switch {
+	case !c.ShutdownAt.IsZero():
+		res.ShutdownTime = c.ShutdownAt.UTC().Format(time.RFC3339)
+	case shutdown != nil:
 		res.ShutdownTime = start.Add(*shutdown).UTC().Format(time.RFC3339)
 	}
+	if c.Reused {
+		return res, nil // an earlier create's sandbox: not one more
+	}
+	d.observe().SandboxCreated(time.Since(start))
 	return res, nil
+}
+
+// requestIDProp is create_sandbox's request_id: any value of these characters is safe, since
+// the claim's name is a hash of it.
+func requestIDProp() prop {
+	return prop{"type": "string", "minLength": 1, "maxLength": maxRequestID, "pattern": requestIDPattern,
+		"description": fmt.Sprintf("Your own id for this create, e.g. a UUID (up to %d letters, digits, '.', '_', ':' or '-'). "+
+			"Creating again with the same request_id while that sandbox lives returns the same sandbox instead of a new one, "+
+			"from any session or server replica, even when the calls race: retry a create whose answer you lost with it.", maxRequestID)}
 }
 
 // maxShutdownAfter is the largest shutdown_after_seconds: the operator's cap, else a ceiling

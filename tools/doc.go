@@ -2,7 +2,8 @@
 // (create_sandbox, delete_sandbox, execute_command, upload_file, download_file, list_files,
 // file_exists, get_sandbox_status), extend_sandbox (lifetime.go; renewal on use is kube's),
 // suspend_sandbox and resume_sandbox (suspend.go: the Sandbox's operatingMode through kube;
-// resolve in common.go refuses or auto-resumes a suspended one), run_code, list_sandbox_templates (catalog.go), get_sandbox_metrics
+// resolve in common.go refuses or auto-resumes a suspended one), run_code, list_sandbox_templates (catalog.go), list_sandboxes (sandboxes.go:
+// the caller's claims from the API, so it sees what other sessions, restarts and replicas made), get_sandbox_metrics
 // (metrics.go: metrics.k8s.io through kube, disk and a cgroup fallback through conn/usage),
 // expose_port and unexpose_port (ports.go, served by internal/ports through the Ports interface), the process tools (start_process,
 // read_process_output, write_process_stdin, signal_process, list_processes: process.go, whose

@@ -19,7 +19,7 @@ func derivedOutputSchemas(t *testing.T) map[string]json.RawMessage {
 	for _, derive := range []func(map[string]json.RawMessage) error{
 		derived[CatalogResult], derived[CreateResult], derived[DeleteResult], derived[DownloadArchiveResult],
 		derived[DownloadResult], derived[EditFileResult], derived[ExecResult], derived[ExistsResult], derived[ExtendResult],
-		derived[ExposeResult], derived[ListResult], derived[MetricsResult], derived[PathResult],
+		derived[ExposeResult], derived[ListResult], derived[ListSandboxesResult], derived[MetricsResult], derived[PathResult],
 		derived[ProcessInfo], derived[ProcessList], derived[ProcessOutput], derived[ReadFileResult], derived[ResumeResult],
 		derived[SearchResult], derived[SignalResult], derived[StatusResult], derived[StdinResult], derived[SuspendResult],
 		derived[UnexposeResult], derived[UploadArchiveResult], derived[UploadResult],

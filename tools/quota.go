@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 )
@@ -45,11 +46,21 @@ func (d Deps) admit(ctx context.Context, owner, ns string) (principal string, re
 		return "", nil, err
 	}
 	if release == nil {
-		return "", nil, badInput("you already have %d live sandboxes, the most this server allows; "+
-			"delete one with delete_sandbox (read sandboxes://%s to list them) and retry", live, ns)
+		return principal, nil, &capError{badInput("you already have %d live sandboxes, the most this server allows; "+
+			"delete one with delete_sandbox (list_sandboxes lists them) and retry", live)}
 	}
 	return principal, release, nil
 }
+
+// errAtCap matches the refusal of a create at the cap (capError), which a repeat of a live
+// request_id passes.
+var errAtCap = errors.New("at the sandbox cap")
+
+// capError is the cap's refusal: the model reads the inputError, errors.Is finds errAtCap.
+type capError struct{ error }
+
+func (capError) Is(target error) bool { return target == errAtCap }
+func (e capError) Unwrap() error      { return e.error }
 
 // counter counts a caller's live claims in one namespace.
 type counter func(ctx context.Context, namespace, principal string) (int, error)

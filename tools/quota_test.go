@@ -72,7 +72,7 @@ func TestCapCountsThePrincipalNotTheOwner(t *testing.T) {
 		t.Errorf("claim labelled with principal %q, want %q", got, principal)
 	}
 	want := "you already have 1 live sandboxes, the most this server allows; " +
-		"delete one with delete_sandbox (read sandboxes://default to list them) and retry"
+		"delete one with delete_sandbox (list_sandboxes lists them) and retry"
 	if res := h.call(t, "create_sandbox", map[string]any{"warmpool": "p"}); text(res) != want {
 		t.Errorf("second create: %s", text(res))
 	}

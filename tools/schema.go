@@ -57,7 +57,13 @@ const (
 	defaultMaxEntries = 1000
 	maxMaxEntries     = 10000
 	maxEnvVars        = 256
+	// maxRequestID bounds create_sandbox's request_id; it is hashed into the claim's name
+	// and kept whole in an annotation.
+	maxRequestID = 64
 )
+
+// requestIDPattern keeps a request_id to characters that read back the same in any client.
+const requestIDPattern = `^[A-Za-z0-9._:-]+$`
 
 // defaultReadyTimeout is kube's, in the seconds the argument takes.
 var defaultReadyTimeout = int(kube.DefaultReadyTimeout.Seconds())

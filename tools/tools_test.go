@@ -42,6 +42,9 @@ func TestBadInput(t *testing.T) {
 		notFound        = `Sandbox claim %q is not found in namespace "ns1". It may have been deleted or expired (shutdown_after_seconds); read the resource sandboxes://ns1 to list your sandboxes, or call create_sandbox for a new one.`
 		execTimeoutRule = "Seconds to wait for the command (1-600, default 60). On the python runtime (gateway, direct and in-cluster " +
 			"connections) the runtime itself ends a command after 300 s unless its operator raised that limit."
+		requestRule = "Your own id for this create, e.g. a UUID (up to 64 letters, digits, '.', '_', ':' or '-'). Creating again with the same " +
+			"request_id while that sandbox lives returns the same sandbox instead of a new one, from any session or server replica, even when " +
+			"the calls race: retry a create whose answer you lost with it."
 		shutdownMax = "shutdown_after_seconds must be between 1 and 31536000 seconds, got %s. Pass a value in that range, or leave shutdown_after_seconds out for the default (300)."
 	)
 	f := fmt.Sprintf
@@ -100,6 +103,14 @@ func TestBadInput(t *testing.T) {
 		{"create shutdown huge", "create_sandbox", map[string]any{"warmpool": "p", "shutdown_after_seconds": 10000000000}, f(shutdownMax, "10000000000")},
 		{"create ready timeout 601", "create_sandbox", map[string]any{"warmpool": "p", "sandbox_ready_timeout": 601},
 			"sandbox_ready_timeout must be between 1 and 600 seconds, got 601. Pass a value in that range, or leave sandbox_ready_timeout out for the default (180)."},
+		{"create request_id empty", "create_sandbox", map[string]any{"warmpool": "p", "request_id": ""}, "request_id must not be empty. " + requestRule},
+		{"create request_id too long", "create_sandbox", map[string]any{"warmpool": "p", "request_id": strings.Repeat("r", 65)},
+			"request_id is 65 characters long; at most 64 are allowed. " + requestRule},
+		{"create request_id with a space", "create_sandbox", map[string]any{"warmpool": "p", "request_id": "job 1"}, `request_id "job 1" is not valid. ` + requestRule},
+		{"create request_id not a string", "create_sandbox", map[string]any{"warmpool": "p", "request_id": 7}, "request_id must be a string, got a number. " + requestRule},
+		{"list_sandboxes namespace", "list_sandboxes", map[string]any{"namespace": "Bad_NS"}, `namespace "Bad_NS" is not valid. ` + nsOrAllRule},
+		{"list_sandboxes all without allowlist", "list_sandboxes", map[string]any{"namespace": "*"},
+			`namespace "*" needs the operator's list of namespaces (K8S_SANDBOX_ALLOWED_NAMESPACES), and this server has none: pass a namespace`},
 		{"create label value not a string", "create_sandbox", map[string]any{"warmpool": "p", "labels": map[string]any{"a": 1}}, "labels.a must be a string, got a number. "},
 		{"run_code language", "run_code", with(map[string]any{"code": "1", "language": "ruby"}), `language must be one of bash, nodejs, python, sh; got "ruby".`},
 		{"extend without seconds", "extend_sandbox", with(nil), "shutdown_after_seconds is required. Seconds from now (1-31536000)."},

@@ -116,6 +116,20 @@ func (j *Janitor) Begin(owner, namespace string) (done func(claim string) error,
 	}, nil
 }
 
+// Include adds namespaces to those owner's release deletes in, beyond the ones it created in
+// here: a process that took over a fixed stdio owner (K8S_SANDBOX_STDIO_OWNER) owns the
+// sandboxes an earlier process of that owner left, and releases them like its own.
+func (j *Janitor) Include(owner string, namespaces ...string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st := j.state(owner)
+	for _, ns := range namespaces {
+		if ns != "" {
+			st.namespaces[ns] = true
+		}
+	}
+}
+
 func sortedKeys(st *ownerState) []string {
 	if st == nil {
 		return nil

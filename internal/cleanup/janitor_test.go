@@ -193,3 +193,19 @@ func TestEndedOwnersArePruned(t *testing.T) {
 		t.Errorf("after retention: %d owners, %d marks", len(j.owners), len(j.ended))
 	}
 }
+
+// Issue 30.3: a restarted stdio process with a fixed owner releases what the earlier process
+// of that owner left in the namespaces it includes, though it created nothing there itself.
+func TestReleaseIncludesInheritedNamespaces(t *testing.T) {
+	f := &fakeClaims{owners: map[string]string{"ns1/old": "stdio-me", "ns2/old": "stdio-me", "ns3/kept": "stdio-me", "ns1/other": "stdio-you"}}
+	j := New(f, zerolog.Nop(), time.Second)
+	j.Include("stdio-me", "ns1", "", "ns2")
+	n, err := j.Release(context.Background(), "stdio-me", "stdio closed")
+	if err != nil || n != 2 {
+		t.Fatalf("Release = %d, %v; want 2", n, err)
+	}
+	want := map[string]string{"ns3/kept": "stdio-me", "ns1/other": "stdio-you"}
+	if got := f.snapshot(); !maps.Equal(got, want) {
+		t.Errorf("left %v, want %v", got, want)
+	}
+}

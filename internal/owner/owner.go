@@ -19,8 +19,9 @@ import (
 // protocol has none) until authentication gives them a principal.
 const Anonymous = "http-anonymous"
 
-// Owners hands out owner ids and remembers which owner each HTTP session had, so the
-// session's sandboxes can be released when it ends.
+// Owners hands out owner ids and remembers which owner each anonymous HTTP session had, so
+// the session's sandboxes can be released when it ends. A principal's owner is never
+// remembered here: no session end releases it.
 type Owners struct {
 	stdio    string
 	mu       sync.Mutex
@@ -45,10 +46,16 @@ func (o *Owners) StdioID() string { return o.stdio }
 // Stdio is the OwnerFunc for stdio: one owner per process.
 func (o *Owners) Stdio(context.Context) (string, error) { return o.stdio, nil }
 
-// HTTP is the OwnerFunc for streamable HTTP: the MCP session (which the HTTP layer binds to
-// the principal that opened it); without a session (the 2026-07-28 protocol) the
-// authenticated principal; without either, Anonymous.
+// HTTP is the OwnerFunc for streamable HTTP. An authenticated principal owns its sandboxes in
+// both protocol eras, so they outlive the session that created them (their shutdown time ends
+// them) and any session of the same principal, on any replica, finds them again. Without
+// authentication the MCP session owns them (it is all that tells two anonymous clients apart)
+// and is remembered so that its end releases them; without either (the 2026-07-28 protocol,
+// anonymous), Anonymous.
 func (o *Owners) HTTP(ctx context.Context) (string, error) {
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		return ForPrincipal(p), nil
+	}
 	if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		id := LabelValue(s.SessionID())
 		o.mu.Lock()
@@ -56,7 +63,7 @@ func (o *Owners) HTTP(ctx context.Context) (string, error) {
 		o.mu.Unlock()
 		return id, nil
 	}
-	return o.HTTPPrincipal(ctx)
+	return Anonymous, nil
 }
 
 // HTTPPrincipal names the caller behind an HTTP owner, for per-caller caps: the authenticated
@@ -69,7 +76,8 @@ func (o *Owners) HTTPPrincipal(ctx context.Context) (string, error) {
 	return Anonymous, nil
 }
 
-// Forget ends a session and returns the owner it had, if it ever used one.
+// Forget ends a session and returns the owner it had, if it ever used one of its own (an
+// anonymous session's; an authenticated one's sandboxes belong to its principal and stay).
 func (o *Owners) Forget(sessionID string) (string, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth"
@@ -54,5 +56,51 @@ func TestHTTPWithoutPrincipal(t *testing.T) {
 	}
 	if id, _ := o.HTTP(auth.WithPrincipal(context.Background(), auth.Static(""))); id != Anonymous {
 		t.Errorf("empty principal: %q", id)
+	}
+}
+
+type session struct{ id string }
+
+func (s session) SessionID() string                                 { return s.id }
+func (session) NotificationChannel() chan<- mcp.JSONRPCNotification { return nil }
+func (session) Initialize()                                         {}
+func (session) Initialized() bool                                   { return true }
+
+// Issue 30 point 3: with authentication the principal owns the sandboxes whatever session
+// (or none) the call came in, so no session end releases them; an anonymous session keeps
+// owning its own, and its end releases them.
+func TestWhoOwnsAnHTTPSandbox(t *testing.T) {
+	alice := auth.Static("alice")
+	inSession := func(ctx context.Context, id string) context.Context {
+		return (&server.MCPServer{}).WithContext(ctx, session{id})
+	}
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		want      string
+		forgotten bool // Forget of the session returns the owner, so its end releases it
+	}{
+		{"principal in a session", inSession(auth.WithPrincipal(context.Background(), alice), "s-1"), ForPrincipal(alice), false},
+		{"principal without session", auth.WithPrincipal(context.Background(), alice), ForPrincipal(alice), false},
+		{"anonymous session", inSession(context.Background(), "s-2"), "s-2", true},
+		{"anonymous session with an unusable id", inSession(context.Background(), "s 3/x"), LabelValue("s 3/x"), true},
+		{"anonymous without session", context.Background(), Anonymous, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := New("")
+			got, err := o.HTTP(tt.ctx)
+			if err != nil || got != tt.want {
+				t.Fatalf("HTTP = %q, %v; want %q", got, err, tt.want)
+			}
+			s := server.ClientSessionFromContext(tt.ctx)
+			if s == nil {
+				return
+			}
+			id, ok := o.Forget(s.SessionID())
+			if ok != tt.forgotten || (ok && id != tt.want) {
+				t.Errorf("Forget = %q, %v; want release %v of %q", id, ok, tt.forgotten, tt.want)
+			}
+		})
 	}
 }

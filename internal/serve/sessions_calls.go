@@ -20,25 +20,31 @@ func (s *Sessions) Calls(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		}
 		ctx, done, ok := s.beginCall(ctx, cs.SessionID())
 		if !ok {
-			return mcp.NewToolResultError(s.endedBefore()), nil
+			return mcp.NewToolResultError(s.endedBefore(ctx)), nil
 		}
 		res, err := next(ctx, req)
 		if reason, ended := done(); ended {
-			return mcp.NewToolResultError(s.endedDuring(reason)), nil
+			return mcp.NewToolResultError(s.endedDuring(ctx, reason)), nil
 		}
 		return res, err
 	}
 }
 
-func (s *Sessions) endedBefore() string {
-	return "This MCP session has ended, so the call was not run. " + s.afterEnd()
+func (s *Sessions) endedBefore(ctx context.Context) string {
+	return "This MCP session has ended, so the call was not run. " + s.afterEnd(ctx)
 }
 
-func (s *Sessions) endedDuring(reason string) string {
-	return fmt.Sprintf("This MCP session ended while the call ran (%s), so the call was stopped and its result is lost. %s", reason, s.afterEnd())
+func (s *Sessions) endedDuring(ctx context.Context, reason string) string {
+	return fmt.Sprintf("This MCP session ended while the call ran (%s), so the call was stopped and its result is lost. %s", reason, s.afterEnd(ctx))
 }
 
-func (s *Sessions) afterEnd() string {
+// afterEnd says what became of the sandboxes: an authenticated caller's belong to its
+// principal and outlive the session; an anonymous session's go with it when the server
+// releases them.
+func (s *Sessions) afterEnd(ctx context.Context) string {
+	if principalOf(ctx) != "" {
+		return "Your sandboxes are kept: start a new session (initialize); list_sandboxes shows them."
+	}
 	if s.release {
 		return "The session's sandboxes are deleted with it: start a new session (initialize) and create a new sandbox."
 	}

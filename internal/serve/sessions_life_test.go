@@ -189,7 +189,8 @@ func TestCallKeepsSessionAlive(t *testing.T) {
 }
 
 // Issue 14.2/14.7: ending a session cancels its calls, each answers that the session ended
-// (never a success), and OnEnd (the release) runs only once they have returned.
+// (never a success), and OnEnd (the release) runs only once they have returned. Issue 30.3: the
+// caller is authenticated, so its sandboxes outlive the session and the answer says so.
 func TestDeleteStopsRunningCall(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	c := e.client(t, tokAlice)
@@ -204,7 +205,7 @@ func TestDeleteStopsRunningCall(t *testing.T) {
 	}
 	got := <-res
 	want := "This MCP session ended while the call ran (the client ended it with HTTP DELETE), so the call was stopped " +
-		"and its result is lost. The session's sandboxes are deleted with it: start a new session (initialize) and create a new sandbox."
+		"and its result is lost. Your sandboxes are kept: start a new session (initialize); list_sandboxes shows them."
 	if !got.isError || got.text != want {
 		t.Fatalf("call of the ended session: %+v", got)
 	}
