@@ -53,7 +53,7 @@ func advice(op string, ref claimRef, err error) string {
 			"keeps one through a long pause.", op, expired)
 	case errors.Is(err, kube.ErrNotFound):
 		return fmt.Sprintf("Sandbox claim %q is not found in namespace %q. It may have been deleted or expired (shutdown_after_seconds); "+
-			"read the resource sandboxes://%s to list your sandboxes, or call create_sandbox for a new one.", ref.Name, ref.Namespace, ref.Namespace)
+			"list_sandboxes lists your sandboxes; create_sandbox makes a new one.", ref.Name, ref.Namespace)
 	case errors.As(err, &api):
 		// Before the claim and sandbox cases: when the API server is down or refuses us,
 		// that is the news, and whether retrying helps.

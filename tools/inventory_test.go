@@ -104,16 +104,12 @@ func TestEveryTool(t *testing.T) {
 			if wire.OutputSchema["type"] != "object" || wire.OutputSchema["properties"] == nil {
 				t.Errorf("no output schema")
 			}
-			if !strings.Contains(string(readme), "`"+tool.Name+"`") && !docsPending[tool.Name] {
+			if !strings.Contains(string(readme), "`"+tool.Name+"`") {
 				t.Errorf("README does not document %s", tool.Name)
 			}
 		})
 	}
 }
-
-// docsPending are tools whose README row and Instructions sentence are proposed but not yet
-// written (issue 30.3: the lead owns both texts); remove an entry when its text lands.
-var docsPending = map[string]bool{"list_sandboxes": true}
 
 // TestDocsNameEveryTool: the instructions and the package doc mention every tool, so a new
 // tool cannot be left out of what the model and a contributor read first.
@@ -124,7 +120,7 @@ func TestDocsNameEveryTool(t *testing.T) {
 	}
 	for _, st := range All(Deps{}) {
 		name := st.Tool.Name
-		if !strings.Contains(Instructions, name) && !docsPending[name] {
+		if !strings.Contains(Instructions, name) {
 			t.Errorf("Instructions do not mention %s", name)
 		}
 		if !strings.Contains(string(doc), name) {

@@ -19,7 +19,9 @@ Lifecycle: create_sandbox (from a warm pool; list_sandbox_templates shows the po
 download_file, list_files, file_exists, get_sandbox_status with that name -> delete_sandbox when done.
 Every sandbox is deleted automatically shutdown_after_seconds (default %d) after its last use: each call on it
 renews it, up to the server's maximum lifetime; extend_sandbox moves the deadline before a longer pause, and
-get_sandbox_status shows it. A call on an expired sandbox says so: create a new one. You only see sandboxes you created; read sandboxes://{namespace} to list them.
+get_sandbox_status shows it. A call on an expired sandbox says so: create a new one. You only see sandboxes you own; list_sandboxes lists them
+(namespace "*": every namespace this server may use), also those of earlier sessions. Pass request_id to
+create_sandbox when you may retry a create: the same request_id returns the same sandbox.
 execute_command runs /bin/sh -c once (never retried) and kills the command after timeout seconds (at most %d);
 run_code runs a python, nodejs, bash or sh program without shell quoting. Output beyond
 max_output_chars (default %d) keeps its beginning and end around "[... N characters omitted ...]";

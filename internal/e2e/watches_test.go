@@ -57,7 +57,7 @@ func TestNamespaceFloodStartsNoWatches(t *testing.T) {
 
 	flood(t, cs, floodNamespaces, func(i int) string {
 		return fmt.Sprintf("Sandbox claim %q is not found in namespace %q. It may have been deleted or expired (shutdown_after_seconds); "+
-			"read the resource sandboxes://%[2]s to list your sandboxes, or call create_sandbox for a new one.", "nope", fmt.Sprintf("ns-%d", i))
+			"list_sandboxes lists your sandboxes; create_sandbox makes a new one.", "nope", fmt.Sprintf("ns-%d", i))
 	})
 
 	if n := proxy.watchesOpened() - opened; n != 0 {
