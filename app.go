@@ -56,6 +56,17 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	if f.logLevel == "" {
 		f.logLevel = a.cfg.LogLevel
 	}
+	sel := tools.Selection{Toolsets: a.cfg.Toolsets, ReadOnly: a.cfg.ReadOnly || f.readOnly,
+		DisableDestructive: a.cfg.DisableDestructive || f.disableDestructive}
+	if f.toolsets != "" {
+		sel.Toolsets = strings.Split(f.toolsets, ",")
+		for i := range sel.Toolsets {
+			sel.Toolsets[i] = strings.TrimSpace(sel.Toolsets[i])
+		}
+	}
+	if err := sel.Validate(); err != nil {
+		return nil, err
+	}
 	if a.log, err = logging.New(stderr, f.logLevel, f.logFormat); err != nil {
 		return nil, err
 	}
@@ -98,7 +109,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		MaxDownloadBytes: a.cfg.Connection.MaxDownloadBytes, MaxArchiveExpandedBytes: a.cfg.MaxArchiveExpandedBytes,
 		AllowedNamespaces: a.cfg.AllowedNamespaces, MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
 		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor, ProcessOutputBytes: a.cfg.ProcessOutputBytes,
-		Custom: a.cfg.Custom, MaxVolumeSize: a.cfg.MaxVolumeSize, Observer: a.metrics,
+		Custom: a.cfg.Custom, MaxVolumeSize: a.cfg.MaxVolumeSize, Observer: a.metrics, Selection: sel,
 		AutoResume: a.cfg.AutoResume, SuspendPausesLifetime: a.cfg.SuspendPausesLifetime,
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))

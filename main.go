@@ -11,11 +11,14 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/tools"
 )
 
 func main() {
@@ -32,6 +35,8 @@ type flags struct {
 	profiling                              bool
 	sessionTTL                             time.Duration
 	insecureNoAuth, showVersion            bool
+	toolsets                               string // overrides K8S_SANDBOX_TOOLSETS when set
+	readOnly, disableDestructive           bool   // or K8S_SANDBOX_READ_ONLY, _DISABLE_DESTRUCTIVE
 	kube                                   *genericclioptions.ConfigFlags
 }
 
@@ -81,6 +86,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, on an address of their own (a bare port means loopback)")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's profiles at http://METRICS-ADDR/debug/pprof/ (needs --metrics-addr)")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
+	fs.StringVar(&f.toolsets, "toolsets", "", "list only these toolsets' tools, comma-separated: "+strings.Join(tools.ToolsetNames(), ", ")+" (default $K8S_SANDBOX_TOOLSETS or all)")
+	fs.BoolVar(&f.readOnly, "read-only", false, "list only tools that change nothing (readOnlyHint); or $K8S_SANDBOX_READ_ONLY")
+	fs.BoolVar(&f.disableDestructive, "disable-destructive", false, "leave out tools that delete or overwrite (destructiveHint); or $K8S_SANDBOX_DISABLE_DESTRUCTIVE")
 	f.kube = genericclioptions.NewConfigFlags(true)
 	f.kube.AddFlags(fs)
 	err := fs.Parse(args)

@@ -47,6 +47,8 @@ func TestRunSettingsErrors(t *testing.T) {
 		{"unknown flag", []string{"--bogus"}, nil, 2, "bogus"},
 		{"bad log level", []string{"--kubeconfig", kc, "--log-level", "loud"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}, 2, "log level"},
 		{"exposed without auth", []string{"--kubeconfig", kc, "--http", "0.0.0.0:0"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}, 2, "--insecure-no-auth"},
+		{"unknown toolset", []string{"--kubeconfig", kc, "--toolsets", "exec,shell"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}, 2, `unknown toolset "shell"`},
+		{"unknown toolset in the environment", []string{"--kubeconfig", kc}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster", "K8S_SANDBOX_TOOLSETS=all,nope"}, 2, `unknown toolset "nope"`},
 		{"short token", []string{"--kubeconfig", kc, "--http", "127.0.0.1:0"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster", "K8S_SANDBOX_AUTH__TOKENS=alice:short"}, 2, "K8S_SANDBOX_AUTH__TOKENS"},
 	}
 	for _, tt := range tests {

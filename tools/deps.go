@@ -89,6 +89,9 @@ type Deps struct {
 	SuspendPausesLifetime bool
 	// Observer counts calls, sandboxes and output (internal/telemetry); nil: none.
 	Observer Observer
+	// Selection is the operator's filter over the tool table (toolsets, read-only); the zero
+	// value lists every tool.
+	Selection Selection
 }
 
 // Observer is told what the tools do, for the operators' metrics.

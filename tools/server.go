@@ -61,7 +61,7 @@ func All(d Deps) []server.ServerTool {
 	for i := range all {
 		all[i] = validated(all[i])
 	}
-	return all
+	return d.Selection.filter(all)
 }
 
 // NewServer builds the MCP server with every tool and the sandboxes resource template.

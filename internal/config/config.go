@@ -55,6 +55,11 @@ type Config struct {
 	AllowNoShutdown      bool          // K8S_SANDBOX_ALLOW_NO_SHUTDOWN (default false: shutdown_after_seconds null is refused)
 	Lifetime             kube.Lifetime // K8S_SANDBOX_RENEW_ON_USE, K8S_SANDBOX_MAX_LIFETIME_SECONDS
 	KeepOnSessionEnd     bool          // K8S_SANDBOX_KEEP_SANDBOXES_ON_SESSION_END
+	// Which tools are listed (tools.Selection checks the names): K8S_SANDBOX_TOOLSETS (comma
+	// list; empty: all), K8S_SANDBOX_READ_ONLY, K8S_SANDBOX_DISABLE_DESTRUCTIVE.
+	Toolsets           []string
+	ReadOnly           bool
+	DisableDestructive bool
 	// Suspension (suspend_sandbox, resume_sandbox).
 	AutoResume            bool   // K8S_SANDBOX_AUTO_RESUME: a call on a suspended sandbox resumes it first
 	SuspendPausesLifetime bool   // K8S_SANDBOX_SUSPEND_PAUSES_LIFETIME: shutdownTime waits while suspended
@@ -145,6 +150,13 @@ func Parse(vars map[string]string) (Config, error) {
 			Prefix, int(c.MaxShutdownAfter/time.Second))
 	}
 	c.KeepOnSessionEnd = p.boolean("KEEP_SANDBOXES_ON_SESSION_END", false)
+	for _, name := range strings.Split(p.str("TOOLSETS", ""), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			c.Toolsets = append(c.Toolsets, name)
+		}
+	}
+	c.ReadOnly = p.boolean("READ_ONLY", false)
+	c.DisableDestructive = p.boolean("DISABLE_DESTRUCTIVE", false)
 	c.AutoResume = p.boolean("AUTO_RESUME", defaultAutoResume)
 	c.SuspendPausesLifetime = p.boolean("SUSPEND_PAUSES_LIFETIME", defaultSuspendPausesLifetime)
 	c.StdioOwner = p.str("STDIO_OWNER", "")

@@ -47,6 +47,13 @@ func TestParse(t *testing.T) {
 					t.Errorf("metadata policy %+v", c.Metadata)
 				}
 			}},
+		{name: "tool selection", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster",
+			"K8S_SANDBOX_TOOLSETS": "exec, files,", "K8S_SANDBOX_READ_ONLY": "true", "K8S_SANDBOX_DISABLE_DESTRUCTIVE": "yes"},
+			check: func(t *testing.T, c Config) {
+				if !slices.Equal(c.Toolsets, []string{"exec", "files"}) || !c.ReadOnly || !c.DisableDestructive {
+					t.Errorf("toolsets %v, read-only %v, disable-destructive %v", c.Toolsets, c.ReadOnly, c.DisableDestructive)
+				}
+			}},
 		{name: "metadata keys: none denied", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_METADATA__DENIED_KEYS": "none"},
 			check: func(t *testing.T, c Config) {
 				if len(c.Metadata.Denied) != 0 {

@@ -40,6 +40,8 @@ func TestREADMEDefaults(t *testing.T) {
 		Prefix + "PROCESS_OUTPUT_MAX_BYTES":             "`" + strconv.Itoa(proc.DefaultMaxOutputBytes) + "`",
 		Prefix + "CUSTOM_SANDBOXES__ALLOWED_IMAGES":     "(off)",
 		Prefix + "MAX_VOLUME_SIZE":                      "`" + kube.DefaultMaxVolumeSize + "`",
+		Prefix + "READ_ONLY":                            "`false`",
+		Prefix + "DISABLE_DESTRUCTIVE":                  "`false`",
 		Prefix + "RENEW_ON_USE":                         "`" + strconv.FormatBool(kube.DefaultLifetime().RenewOnUse) + "`",
 		Prefix + "MAX_LIFETIME_SECONDS":                 "`" + strconv.Itoa(int(kube.DefaultMaxLifetime/time.Second)) + "`",
 		Prefix + "CUSTOM_SANDBOXES__MAX_CPU_MILLICORES": "`" + strconv.Itoa(kube.DefaultCustomMaxCPUMillis) + "`",

@@ -1,0 +1,155 @@
+package tools
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func names(d Deps) []string {
+	var out []string
+	for _, st := range All(d) {
+		out = append(out, st.Tool.Name)
+	}
+	return out
+}
+
+// TestToolsetsCoverEveryTool: each tool of the table is in exactly one toolset, and every
+// toolset names only tools that exist, so a new tool cannot be left out of every set.
+func TestToolsetsCoverEveryTool(t *testing.T) {
+	in := map[string]string{}
+	for set, tools := range toolsets {
+		for _, name := range tools {
+			if other, ok := in[name]; ok {
+				t.Errorf("%s is in toolsets %s and %s", name, other, set)
+			}
+			in[name] = set
+		}
+	}
+	all := names(Deps{})
+	for _, name := range all {
+		if in[name] == "" {
+			t.Errorf("%s is in no toolset", name)
+		}
+	}
+	for name := range in {
+		if !slices.Contains(all, name) {
+			t.Errorf("toolset %s names %s, which is not a tool", in[name], name)
+		}
+	}
+}
+
+func TestSelection(t *testing.T) {
+	all := All(Deps{})
+	readOnly := func(name string) bool {
+		for _, st := range all {
+			if st.Tool.Name == name {
+				return *st.Tool.Annotations.ReadOnlyHint
+			}
+		}
+		t.Fatalf("no tool %s", name)
+		return false
+	}
+	destructive := func(name string) bool {
+		for _, st := range all {
+			if st.Tool.Name == name {
+				return *st.Tool.Annotations.DestructiveHint
+			}
+		}
+		return true
+	}
+	tests := []struct {
+		name  string
+		sel   Selection
+		check func(t *testing.T, got []string)
+	}{
+		{"zero value lists every tool", Selection{}, func(t *testing.T, got []string) {
+			if len(got) != len(all) {
+				t.Errorf("%d tools, want %d", len(got), len(all))
+			}
+		}},
+		{"all", Selection{Toolsets: []string{"all"}}, func(t *testing.T, got []string) {
+			if len(got) != len(all) {
+				t.Errorf("%d tools, want %d", len(got), len(all))
+			}
+		}},
+		{"one set", Selection{Toolsets: []string{"exec"}}, func(t *testing.T, got []string) {
+			if !slices.Equal(got, []string{"execute_command", "run_code"}) {
+				t.Errorf("exec lists %v", got)
+			}
+		}},
+		{"two sets, table order", Selection{Toolsets: []string{"metrics", "ports"}}, func(t *testing.T, got []string) {
+			if !slices.Equal(got, []string{"get_sandbox_metrics", "expose_port", "unexpose_port"}) {
+				t.Errorf("metrics,ports lists %v", got)
+			}
+		}},
+		{"read-only", Selection{ReadOnly: true}, func(t *testing.T, got []string) {
+			for _, st := range all {
+				if slices.Contains(got, st.Tool.Name) != readOnly(st.Tool.Name) {
+					t.Errorf("read-only lists %s: %v, its readOnlyHint is %v", st.Tool.Name, slices.Contains(got, st.Tool.Name), readOnly(st.Tool.Name))
+				}
+			}
+			if len(got) == 0 || slices.Contains(got, "execute_command") {
+				t.Errorf("read-only lists %v", got)
+			}
+		}},
+		{"no destructive tools", Selection{DisableDestructive: true}, func(t *testing.T, got []string) {
+			for _, st := range all {
+				if slices.Contains(got, st.Tool.Name) == destructive(st.Tool.Name) {
+					t.Errorf("disable-destructive: %s listed %v, destructiveHint %v", st.Tool.Name, slices.Contains(got, st.Tool.Name), destructive(st.Tool.Name))
+				}
+			}
+			if slices.Contains(got, "delete_sandbox") {
+				t.Error("delete_sandbox listed without destructive tools")
+			}
+		}},
+		{"read-only within a set", Selection{Toolsets: []string{"sandbox"}, ReadOnly: true}, func(t *testing.T, got []string) {
+			if !slices.Equal(got, []string{"list_sandbox_templates", "list_sandboxes", "get_sandbox_status"}) {
+				t.Errorf("sandbox, read-only lists %v", got)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.sel.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, names(Deps{Selection: tt.sel}))
+		})
+	}
+}
+
+func TestSelectionRefusesUnknownToolsets(t *testing.T) {
+	err := Selection{Toolsets: []string{"exec", "shell"}}.Validate()
+	if err == nil || !strings.Contains(err.Error(), `unknown toolset "shell": use one or more of exec, files, metrics, ports, process, sandbox, workspace, all`) {
+		t.Fatalf("Validate: %v", err)
+	}
+}
+
+// TestToolsetSizes keeps the README's "Choosing tools" table on what each set costs a model
+// in tools/list bytes.
+func TestToolsetSizes(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range ToolsetNames() {
+		var size int
+		for _, st := range All(Deps{Selection: Selection{Toolsets: []string{set}}}) {
+			b, err := json.Marshal(st.Tool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size += len(b)
+		}
+		t.Logf("%-10s %6d bytes", set, size)
+		row := regexp.MustCompile("(?m)^\\| `" + set + "`[^\n]*\\| ([0-9]+) \\|$").FindSubmatch(readme)
+		if row == nil || string(row[1]) != strconv.Itoa(size) {
+			t.Errorf("README's Choosing tools row for %s: %q, want %d bytes", set, row, size)
+		}
+	}
+}
