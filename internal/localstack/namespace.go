@@ -81,7 +81,13 @@ func (s *Stack) NewNamespace(ctx context.Context, prefix string, replicas int32)
 // installPools creates the templates and pools of the example manifests shipped for users
 // (deploy/examples/sandbox-pools.yaml), as stack.sh does in namespace default.
 func (n *Namespace) installPools(ctx context.Context, replicas int32) error {
-	f, err := os.Open(filepath.Join(n.stack.RepoRoot, "deploy", "examples", "sandbox-pools.yaml"))
+	// The pools of the version the stack runs (sandbox-pools-v0.5.yaml on v0.5.6), taken from
+	// this checkout: the stack may have been started from another one.
+	name := filepath.Base(n.stack.Env["POOLS_MANIFEST"])
+	if name == "." || name == "/" {
+		name = "sandbox-pools.yaml"
+	}
+	f, err := os.Open(filepath.Join(n.stack.RepoRoot, "deploy", "examples", name))
 	if err != nil {
 		return fmt.Errorf("pool manifests: %w", err)
 	}
