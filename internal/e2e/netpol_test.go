@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -33,10 +34,11 @@ except OSError as e:
 
 // TestSandboxesCannotReachEachOther is issue 33 point 1: from inside a sandbox, another
 // sandbox's runtime ports (another principal's sandbox among them) answered, as did the API
-// server. The shipped templates' NetworkPolicy, enforced on the real node by kube-router,
-// admits only the server (and the router) into a sandbox and lets a sandbox out only to DNS
-// and public addresses. The server itself still reaches every sandbox: the same addresses
-// answer from here, and every connection type's scenario runs against these templates.
+// server, and this server's would have. The shipped templates' NetworkPolicy, enforced on the
+// real node by kube-router, admits only the server (and the router) into a sandbox and lets a
+// sandbox out only to DNS and public addresses. The server itself still reaches every sandbox:
+// the same addresses answer from here, and every connection type's scenario runs against
+// these templates.
 func TestSandboxesCannotReachEachOther(t *testing.T) {
 	t.Parallel()
 	ns := stack.Namespace(t)
@@ -74,6 +76,8 @@ func TestSandboxesCannotReachEachOther(t *testing.T) {
 		net.JoinHostPort(podB.Status.PodIP, "8080"), // sandboxd REST: files
 		net.JoinHostPort(podB.Status.PodIP, "9090"), // sandboxd gRPC: commands
 	}
+	mcpServer := serverOnNode(t, sbd.env, podA.Status.HostIP) // this server, over HTTP on the node's address
+	targets = append(targets, mcpServer)
 	// Each is open from the node, where the server runs: what is blocked is the sandbox.
 	for _, addr := range targets {
 		conn, err := net.DialTimeout("tcp", addr, 3*time.Second)
@@ -89,7 +93,7 @@ func TestSandboxesCannotReachEachOther(t *testing.T) {
 		targets []string
 	}{
 		{"python sandbox", alice, a.SandboxClaimName, targets},
-		{"sandboxd sandbox", bob, b.SandboxClaimName, targets[:3]}, // its own ports are not another's
+		{"sandboxd sandbox", bob, b.SandboxClaimName, append(targets[:3:3], mcpServer)}, // its own ports are not another's
 	} {
 		args := []any{"-c", probeScript}
 		for _, addr := range from.targets {
@@ -115,6 +119,34 @@ func TestSandboxesCannotReachEachOther(t *testing.T) {
 			t.Errorf("from the %s, cluster DNS does not answer (the policy allows it):\n%s", from.name, out)
 		}
 	}
+}
+
+// serverOnNode starts the server over HTTP (behind a bearer token, as a non-loopback address
+// needs) on the node's address, which pods could reach but for the policy, and returns it once
+// it accepts connections.
+func serverOnNode(t *testing.T, env []string, host string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(binary, "--http", addr)
+	cmd.Env = serverEnv(append([]string{"K8S_SANDBOX_AUTH__TOKENS=probe:" + randomHex(t)}, env...)...)
+	cmd.Stderr = serverLog(t)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, 30*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return addr
 }
 
 func validIP(s string) bool {
