@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 )
@@ -114,34 +114,24 @@ func window(obj *extv1beta1.SandboxClaim) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-// renewals remembers when each claim was last renewed, so a busy sandbox costs at most one
-// PATCH per half window from this process, whatever its call rate.
+// renewals remembers which claims this process renewed within the last half window, so a busy
+// sandbox costs at most one PATCH per half window from this process, whatever its call rate.
+// apimachinery's LRU expiring cache does the bounding and the expiry, as for cache_miss.go.
 type renewals struct {
-	mu   sync.Mutex
-	last map[types.UID]time.Time
+	once sync.Once
+	lru  *utilcache.LRUExpireCache
 }
 
-// maxRenewalsRemembered bounds the map: past it, entries older than a day (longer than any
-// half window that is renewed) are dropped.
+// maxRenewalsRemembered bounds the claims remembered; past it the least recently renewed go.
 const maxRenewalsRemembered = 4096
 
-func (r *renewals) claim(uid types.UID, now time.Time, every time.Duration) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.last == nil {
-		r.last = map[types.UID]time.Time{}
-	}
-	if t, ok := r.last[uid]; ok && now.Sub(t) < every {
+// claim says whether uid may be renewed now, and if so marks it renewed for every.
+func (r *renewals) claim(uid types.UID, every time.Duration) bool {
+	r.once.Do(func() { r.lru = utilcache.NewLRUExpireCache(maxRenewalsRemembered) })
+	if _, ok := r.lru.Get(uid); ok {
 		return false
 	}
-	if len(r.last) >= maxRenewalsRemembered {
-		for k, t := range r.last {
-			if now.Sub(t) > 24*time.Hour {
-				delete(r.last, k)
-			}
-		}
-	}
-	r.last[uid] = now
+	r.lru.Add(uid, struct{}{}, every)
 	return true
 }
 
@@ -161,7 +151,7 @@ func (c *Client) renewOnUse(obj *extv1beta1.SandboxClaim) {
 	if limit := c.lifetimeCap(obj); !limit.IsZero() && next.After(limit) {
 		next = limit
 	}
-	if !next.After(at) || !c.renewed.claim(obj.UID, now, w/2) {
+	if !next.After(at) || !c.renewed.claim(obj.UID, w/2) {
 		return
 	}
 	go func() {
@@ -205,12 +195,6 @@ func (c *Client) notFoundOrExpired(ctx context.Context, namespace, name string) 
 		return &ExpiredError{Namespace: namespace, Name: name, At: at}
 	}
 	return &notFoundError{namespace: namespace, name: name}
-}
-
-// IsExpired reports whether err is a claim that expired.
-func IsExpired(err error) bool {
-	var e *ExpiredError
-	return errors.As(err, &e)
 }
 
 // shortDuration prints 24h rather than 24h0m0s.

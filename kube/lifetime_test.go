@@ -145,7 +145,7 @@ func TestExpiredClaimSaysWhen(t *testing.T) {
 		!strings.Contains(err.Error(), "expired at 2026-08-23T09:00:00Z") {
 		t.Fatalf("Get of an expired claim: %v, want an ExpiredError at %v that is also ErrNotFound", err, at)
 	}
-	if _, err := f.c.Get(context.Background(), testNS, "other", testOwner); IsExpired(err) || !errors.Is(err, ErrNotFound) {
+	if _, err := f.c.Get(context.Background(), testNS, "other", testOwner); errors.As(err, &expired) || !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get of a claim that never existed: %v, want plain not found", err)
 	}
 }
