@@ -5,7 +5,7 @@
 # a node). The benchmark runs in the stack's network namespace, where pod addresses exist. About 3-4 minutes per run on 2 cores with the defaults and a
 # warm stack (a cold stack build adds about 10 minutes once).
 #
-#   hack/bench.sh                       all eight items, default iteration counts
+#   hack/bench.sh                       every item, default iteration counts
 #   hack/bench.sh -runs 3               all items three times: run-to-run min / median / max
 #   hack/bench.sh -items 1,5            some items only
 #   hack/bench.sh -small-runs 500 ...   any sandbox-bench flag (sandbox-bench -h lists them)

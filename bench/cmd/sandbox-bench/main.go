@@ -41,6 +41,10 @@ type config struct {
 	poolReplicas    int
 	runs            int
 
+	renewCalls  int
+	renewWindow time.Duration
+	renewSpan   time.Duration
+
 	loadReplicas  int
 	loadClients   int
 	loadCalls     int
@@ -61,7 +65,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.out, "out", "BENCHMARKS.md", "where to write the report")
 	fs.StringVar(&c.analysis, "analysis", "bench/ANALYSIS.md", "hand-written analysis appended to the report (skipped if missing)")
 	fs.StringVar(&c.command, "command", "", "the command line to show under Reproduce (default: this one)")
-	items := fs.String("items", "1,2,3,4,5,6,7,8", "which items to run")
+	items := fs.String("items", "1,2,3,4,5,6,7,8,9", "which items to run")
 	fs.IntVar(&c.warm, "warmup", 5, "unmeasured iterations before each latency series")
 	fs.IntVar(&c.smallRuns, "small-runs", 200, "item 1: small commands per side and runtime")
 	fs.IntVar(&c.leanRuns, "lean-runs", 0, "item 1: calls per side of the lean comparison (default -small-runs); the server over the lean server moves by ±0.05 between 400-call runs, so testing a cut on it takes thousands")
@@ -87,10 +91,16 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.loadSandboxes, "load-sandboxes", 200, "item 8: sandboxes created and deleted over a run")
 	fs.IntVar(&c.loadChurners, "load-churners", 8, "item 8: workers creating, using and deleting sandboxes until -load-sandboxes are reached (each sandbox takes a pod: the node's CPU requests bound how many run at once)")
 	fs.BoolVar(&c.loadEveryRun, "load-every-run", false, "item 8 in every run of -runs, not only the last (it is a load run with no baseline to compare runs by, and the longest item)")
+	fs.IntVar(&c.renewCalls, "renew-calls", 1000, "item 9: execute_command calls per side")
+	fs.DurationVar(&c.renewWindow, "renew-window", 20*time.Second, "item 9: the sandbox's shutdown_after_seconds (renewal moves it once less than half is left)")
+	fs.DurationVar(&c.renewSpan, "renew-span", 60*time.Second, "item 9: how long the calls of a side are spread over")
 	fs.StringVar(&c.profileDir, "profile", "", "write the server's CPU profiles of items 1 and 4 (its MCP side; the server runs with --profiling) into this directory, in "+profileWindow.String()+" windows: go tool pprof -top DIR/item1-sandboxd-*; and a CPU profile and execution trace of item 1's in-process series (inprocess-*.cpu.pb.gz, inprocess-*.trace); the figures then include the profiler's own cost")
 	fs.IntVar(&c.runs, "runs", 1, "run the selected items this many times; the report compares the runs and details the last")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.renewCalls < 1 || c.renewWindow < 2*time.Second || c.renewSpan <= 0 {
+		return c, fmt.Errorf("-renew-calls must be at least 1, -renew-window at least 2s and -renew-span positive")
 	}
 	if c.bigServers < 1 || c.bigRuns < 1 || c.runs < 1 || c.httpClients < 1 || c.httpClientsMore < 1 {
 		return c, fmt.Errorf("-big-servers, -big-runs, -runs, -http-clients and -http-clients-more must be at least 1")
@@ -195,6 +205,7 @@ func run(ctx context.Context, cfg config) error {
 	}{
 		{"1", b.smallCommands}, {"2", b.largeOutput}, {"3", b.createLatency},
 		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge}, {"7", b.workbenchMemory}, {"8", b.replicasLoad},
+		{"9", b.renewalCost},
 	}
 	// An interrupt (SIGINT, SIGTERM) ends the item running and writes the report of what has
 	// finished, so that an hour of a long run is not lost to stopping it.
