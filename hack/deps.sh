@@ -45,3 +45,10 @@ if command -v npm >/dev/null && [ ! -x "$npmdir/node_modules/.bin/mcp-inspector"
   (cd "$npmdir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
     npm i --no-audit --no-fund --loglevel=error "node@$NODE_VERSION" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null)
 fi
+
+# gotestsum (what Kubernetes' own hack/make-rules/test.sh runs go test through) keeps each
+# test's events in a JSON file, from which hack/test.sh reports the slowest tests of a run.
+if [ ! -x "$GOTESTSUM" ]; then
+  echo "deps: installing gotestsum $GOTESTSUM_VERSION" >&2
+  GOBIN=$(dirname "$GOTESTSUM") go install "gotest.tools/gotestsum@$GOTESTSUM_VERSION"
+fi

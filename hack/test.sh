@@ -29,7 +29,15 @@ go vet -tags e2e ./...
 stackpkgs=(./internal/localstack ./internal/e2e)
 mapfile -t others < <(go list ./... | grep -v -e '/internal/localstack$' -e '/internal/e2e$')
 go test -count=1 -timeout 20m "$@" "${others[@]}"
-hack/localstack/stack.sh exec go test -tags e2e -count=1 -timeout 45m -p 1 "$@" "${stackpkgs[@]}"
+# gotestsum (hack/deps.sh) prints what go test would, and keeps every test's events so that the
+# run ends with its slowest tests: where a slow CI run spent its time.
+events=$(mktemp "${TMPDIR:-/tmp}/k8s-sandbox-mcp-e2e.XXXXXX.json")
+slowest() { echo "test.sh: the slowest tests (events in $events):" >&2; "$GOTESTSUM" tool slowest --jsonfile "$events" --threshold 30s | head -30 >&2; }
+trap 'slowest; cleanup' EXIT
+hack/localstack/stack.sh exec "$GOTESTSUM" --format standard-quiet --jsonfile "$events" -- \
+  -tags e2e -count=1 -timeout 45m -p 1 "$@" "${stackpkgs[@]}"
+slowest
+trap cleanup EXIT
 # The compatibility run: the same stack restarted on the older agent-sandbox (its controller,
 # router, CRDs, daemons and example pools), and every tool through every connection type, over
 # stdio and HTTP.

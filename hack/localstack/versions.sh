@@ -27,3 +27,6 @@ NODE_BIN=$LOCALSTACK_CACHE/bin/node-$KUBE_VERSION-containerd-$CONTAINERD_VERSION
 KUBE_ROUTER_VERSION=v2.1.0
 KUBE_ROUTER_BIN=$LOCALSTACK_CACHE/bin/kube-router-$KUBE_ROUTER_VERSION
 IMAGES_DIR=$LOCALSTACK_CACHE/images
+# Test tooling: gotestsum runs hack/test.sh's stack packages (hack/deps.sh installs it).
+GOTESTSUM_VERSION=v1.13.0
+GOTESTSUM=$LOCALSTACK_CACHE/bin/gotestsum-$GOTESTSUM_VERSION/gotestsum
