@@ -87,6 +87,9 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	}
 	ka.rest.Wrap(a.tracing.Transport)
 	defaultNS := ka.namespace
+	if a.cfg.PinNamespace != "" {
+		defaultNS = a.cfg.PinNamespace // what every call uses, so what the start-up check reads
+	}
 	if a.claims, err = kube.New(ka.rest, a.cfg.SessionLabelKey, kube.WithAPIUser(ka.user),
 		kube.WithRateLimit(a.cfg.APIQPS, a.cfg.APIBurst), kube.WithMetadataPolicy(a.cfg.Metadata), kube.WithLifetime(a.cfg.Lifetime),
 		kube.WithSuspendPausesLifetime(a.cfg.SuspendPausesLifetime)); err != nil {
@@ -111,6 +114,8 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor, ProcessOutputBytes: a.cfg.ProcessOutputBytes,
 		Custom: a.cfg.Custom, MaxVolumeSize: a.cfg.MaxVolumeSize, Observer: a.metrics, Selection: sel,
 		AutoResume: a.cfg.AutoResume, SuspendPausesLifetime: a.cfg.SuspendPausesLifetime,
+		FixedLifetime: !a.cfg.Lifetime.RenewOnUse,
+		Pinned:        tools.Pins{Namespace: a.cfg.PinNamespace, Warmpool: a.cfg.PinWarmpool, Labels: a.cfg.PinLabels},
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stop = stop

@@ -44,7 +44,7 @@ func uploadArchiveTool(d Deps) server.ServerTool {
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"path":    pathProp("Directory to unpack into, relative to the sandbox's working directory (\".\" for it)."),
 			"content": {"type": "string", "minLength": 1, "description": "The archive, base64-encoded (e.g. tar czf - dir | base64)."},
-			"timeout": timeoutProp("the upload"),
+			"timeout": timeoutProp(),
 		})),
 		outputSchema[UploadArchiveResult](),
 		hints(false, true, false),
@@ -95,7 +95,7 @@ func downloadArchiveTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"path":    pathProp("Directory to pack, relative to the sandbox's working directory (\".\" for it)."),
-			"timeout": timeoutProp("the download"),
+			"timeout": timeoutProp(),
 		})),
 		outputSchema[DownloadArchiveResult](),
 		hints(true, false, true),

@@ -31,6 +31,7 @@ type argSchema struct {
 	Required   []string        `json:"required"`
 	Properties map[string]prop `json:"properties"`
 	compiled   *jsonschema.Schema
+	withheld   withheld
 }
 
 func newArgSchema(t mcp.Tool) (*argSchema, error) {
@@ -89,8 +90,16 @@ func k8sRule(valid func(string) []string) func(any) error {
 // of them was about a third of building the tools and a sixth of the server's start-up, paid
 // before the first answer even by a session that calls two tools. The schemas are static, so
 // TestEveryInputSchemaCompiles stands in for the check at start.
-func validated(st server.ServerTool) server.ServerTool {
-	schema := sync.OnceValues(func() (*argSchema, error) { return newArgSchema(st.Tool) })
+//
+// A withheld argument (withhold.go) is refused with its reason rather than as unknown.
+func validated(st server.ServerTool, w withheld) server.ServerTool {
+	schema := sync.OnceValues(func() (*argSchema, error) {
+		s, err := newArgSchema(st.Tool)
+		if s != nil {
+			s.withheld = w
+		}
+		return s, err
+	})
 	next := st.Handler
 	st.Handler = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		s, err := schema()
@@ -215,23 +224,25 @@ func (s *argSchema) sentence(e *jsonschema.ValidationError) string {
 	}
 	name := strings.Join(e.InstanceLocation, ".")
 	p := s.Properties[e.InstanceLocation[0]]
+	rule := argRule(e.InstanceLocation[0], p)
 	if len(e.InstanceLocation) > 1 {
 		p = nested(p, e.InstanceLocation[1])
+		rule = desc(p)
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
-		return fmt.Sprintf("%s must be %s, got %s. %s", name, typeNames(k.Want), article(k.Got), desc(p))
+		return fmt.Sprintf("%s must be %s, got %s. %s", name, typeNames(k.Want), article(k.Got), rule)
 	case *kind.Minimum:
 		return rangeSentence(name, p, k.Got)
 	case *kind.Maximum:
 		return rangeSentence(name, p, k.Got)
 	case *kind.MinLength:
 		if k.Want == 1 {
-			return fmt.Sprintf("%s must not be empty. %s", name, desc(p))
+			return fmt.Sprintf("%s must not be empty. %s", name, rule)
 		}
 		return fmt.Sprintf("%s must be at least %d characters long, got %d.", name, k.Want, k.Got)
 	case *kind.MaxLength:
-		return fmt.Sprintf("%s is %d characters long; at most %d are allowed. %s", name, k.Got, k.Want, desc(p))
+		return fmt.Sprintf("%s is %d characters long; at most %d are allowed. %s", name, k.Got, k.Want, rule)
 	case *kind.MaxItems:
 		return fmt.Sprintf("%s has %d items; at most %d are allowed.", name, k.Got, k.Want)
 	case *kind.Enum:
@@ -242,22 +253,25 @@ func (s *argSchema) sentence(e *jsonschema.ValidationError) string {
 		return fmt.Sprintf("%s must be one of %s; got %s.", name, strings.Join(want, ", "), display(k.Got))
 	case *kind.Format:
 		if k.Got == "" { // the validator reports the format before minLength
-			return fmt.Sprintf("%s must not be empty. %s", name, desc(p))
+			return fmt.Sprintf("%s must not be empty. %s", name, rule)
 		}
 		// The description states the rule in words; apimachinery's own text adds only its regex.
-		return fmt.Sprintf("%s %s is not valid. %s", name, display(k.Got), desc(p))
+		return fmt.Sprintf("%s %s is not valid. %s", name, display(k.Got), rule)
 	case *kind.Pattern:
-		return fmt.Sprintf("%s %s is not valid. %s", name, display(k.Got), desc(p))
+		return fmt.Sprintf("%s %s is not valid. %s", name, display(k.Got), rule)
 	}
-	return fmt.Sprintf("%s is invalid: %v. %s", name, e.ErrorKind, desc(p))
+	return fmt.Sprintf("%s is invalid: %v. %s", name, e.ErrorKind, rule)
 }
 
 func (s *argSchema) objectSentence(e *jsonschema.ValidationError) string {
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
 		name := k.Missing[0]
-		return fmt.Sprintf("%s is required. %s", name, desc(s.Properties[name]))
+		return fmt.Sprintf("%s is required. %s", name, argRule(name, s.Properties[name]))
 	case *kind.AdditionalProperties:
+		if why, ok := s.withheld[k.Properties[0]]; ok {
+			return why
+		}
 		return fmt.Sprintf("unknown argument %q: %s takes %s.", k.Properties[0], s.Tool, strings.Join(s.names(), ", "))
 	case *kind.Type:
 		return fmt.Sprintf("arguments must be a JSON object, got %s.", article(k.Got))
@@ -341,6 +355,33 @@ func nested(p prop, member string) prop {
 		return ap
 	}
 	return prop{}
+}
+
+// argRule is what a message says of an argument: its schema's description, led by the bounds
+// of a bounded integer whose description does not state them; for an argument the
+// instructions explain once (its schema gives only its type and bounds), sharedArgRules' rule.
+func argRule(name string, p prop) string {
+	d := desc(p)
+	if r, ok := sharedArgRules[name]; ok && d == "" {
+		return r
+	}
+	min, hasMin := number(p["minimum"])
+	max, hasMax := number(p["maximum"])
+	if p["type"] != "integer" || !hasMin || !hasMax || strings.Contains(d, "("+min+"-"+max) {
+		return d
+	}
+	b := min + "-" + max
+	if def, ok := p["default"]; ok {
+		b += fmt.Sprintf(", default %v", def)
+	}
+	lead := "Allowed"
+	switch {
+	case strings.HasSuffix(name, "timeout"):
+		lead = "Seconds to wait"
+	case unit(name) != "":
+		lead = "Seconds"
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s (%s). %s", lead, b, d))
 }
 
 func desc(p prop) string {

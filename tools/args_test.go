@@ -33,7 +33,7 @@ func TestBrokenSchemaFailsTheCallNotTheServer(t *testing.T) {
 	st := validated(server.ServerTool{Tool: broken, Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		called = true
 		return mcp.NewToolResultText("ran"), nil
-	}})
+	}}, nil)
 	if _, err := st.Handler(context.Background(), mcp.CallToolRequest{}); err == nil || called {
 		t.Errorf("call with a broken schema: err %v, handler ran %v", err, called)
 	}

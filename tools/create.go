@@ -92,6 +92,7 @@ func createTool(d Deps) server.ServerTool {
 }
 
 func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs) (_ CreateResult, err error) {
+	d.Pinned.pin(&a)
 	ns, err := d.namespace(a.Namespace)
 	if err != nil {
 		return CreateResult{}, err

@@ -18,12 +18,9 @@ const collectTimeout = 30 * time.Second
 // a pool from warmpool's; the operator's kube.CustomPolicy says which images and how much.
 
 func (d Deps) imageProp() prop {
-	desc := "Container image to run instead of the warm pool's (its first container's); the pool's template is the base. "
-	if d.Custom.Enabled() {
-		desc += fmt.Sprintf("Allowed here: %s (an entry ending in * is a prefix). ", strings.Join(d.Custom.AllowedImages, ", "))
-	} else {
-		desc += "Not enabled on this server. "
-	}
+	// Listed only where custom sandboxes are on (withheldArgs).
+	desc := "Container image to run instead of the warm pool's (its first container's); the pool's template is the base. " +
+		fmt.Sprintf("Allowed here: %s (an entry ending in * is a prefix). ", strings.Join(d.Custom.AllowedImages, ", "))
 	return prop{"type": "string", "minLength": 1, "maxLength": 512, "pattern": `^[^\s]+$`,
 		"description": desc + "The image must contain the pool's runtime; the sandbox starts fresh, which takes longer than a warm one."}
 }
@@ -61,8 +58,7 @@ func (d Deps) customPool(ctx context.Context, ns string, a createArgs) (string, 
 		return a.Warmpool, false, nil
 	}
 	if !d.Custom.Enabled() {
-		return "", false, badInput("this server does not build sandboxes to order (image, cpus, memory): its operator has not set " +
-			"K8S_SANDBOX_CUSTOM_SANDBOXES__ALLOWED_IMAGES. Leave them out and pick a warm pool whose images fit (list_sandbox_templates).")
+		return "", false, badInput("%s", errNoCustom)
 	}
 	if a.Image != "" && !d.Custom.AllowsImage(a.Image) {
 		return "", false, badInput("image %q is not allowed on this server; allowed: %s (an entry ending in * is a prefix). "+

@@ -84,6 +84,12 @@ type Deps struct {
 	Who func(ctx context.Context) string
 	// AutoResume: a call that needs a suspended sandbox resumes it first instead of failing.
 	AutoResume bool
+	// Pinned are the arguments the operator fixed: withheld from the schemas, applied to
+	// every call. A pinned namespace is also DefaultNamespace and the whole allowlist.
+	Pinned Pins
+	// FixedLifetime says (for the instructions) that renewal on use is off
+	// (K8S_SANDBOX_RENEW_ON_USE=false): a sandbox ends at its creation's deadline.
+	FixedLifetime bool
 	// SuspendPausesLifetime says (for suspend_sandbox's note) that the kube client stops a
 	// suspended claim's lifetime clock (kube.WithSuspendPausesLifetime).
 	SuspendPausesLifetime bool
@@ -92,6 +98,13 @@ type Deps struct {
 	// Selection is the operator's filter over the tool table (toolsets, read-only); the zero
 	// value lists every tool.
 	Selection Selection
+}
+
+// Pins are operator-fixed arguments; empty fields are the model's to choose.
+type Pins struct {
+	Namespace string            // K8S_SANDBOX_PIN__NAMESPACE
+	Warmpool  string            // K8S_SANDBOX_PIN__WARMPOOL
+	Labels    map[string]string // K8S_SANDBOX_PIN__LABELS
 }
 
 // Observer is told what the tools do, for the operators' metrics.

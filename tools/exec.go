@@ -84,7 +84,7 @@ func execTool(d Deps) server.ServerTool {
 			"cwd":              cwdProp(),
 			"env":              envProp(),
 			"save_full_output": boolProp("Also keep the complete stdout and stderr in files in the sandbox (stdout_file, stderr_file), to page through with read_file or search_files when the output is cut."),
-			"timeout":          runTimeoutProp("the command"),
+			"timeout":          runTimeoutProp(),
 			"max_output_chars": budgetProp(),
 		})),
 		outputSchema[ExecResult](),

@@ -34,7 +34,7 @@ func fileSchema(extra map[string]prop, required ...string) map[string]prop {
 	props := map[string]prop{
 		"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		"path":    pathProp("File path inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the working directory)."),
-		"timeout": timeoutProp("the file operation"),
+		"timeout": timeoutProp(),
 	}
 	for k, v := range extra {
 		props[k] = v

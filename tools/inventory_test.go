@@ -118,9 +118,10 @@ func TestDocsNameEveryTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	instructions := Deps{}.instructions(All(Deps{}))
 	for _, st := range All(Deps{}) {
 		name := st.Tool.Name
-		if !strings.Contains(Instructions, name) {
+		if !strings.Contains(instructions, name) {
 			t.Errorf("Instructions do not mention %s", name)
 		}
 		if !strings.Contains(string(doc), name) {

@@ -49,7 +49,7 @@ func searchFilesTool(d Deps) server.ServerTool {
 			"glob":        {"type": "string", "maxLength": 1024, "pattern": noControl, "description": "File name pattern, e.g. \"*.go\" or \"src/*/test_*.py\"."},
 			"ignore_case": boolProp("Match letters regardless of case."),
 			"max_results": intProp("Most results to return", 1, maxMaxResults, defaultMaxResults),
-			"timeout":     timeoutProp("the search"),
+			"timeout":     timeoutProp(),
 		})),
 		outputSchema[SearchResult](),
 		hints(true, false, true),
@@ -100,7 +100,7 @@ type PathResult struct {
 // pathTool builds the three small path tools, which differ only in their arguments and call.
 func pathTool(d Deps, name, title, desc, op string, extra map[string]prop, required []string, readOnly, destructive, idempotent bool,
 	do func(ctx context.Context, fs workspace.FS, t conn.Target, a pathArgs) (string, error)) server.ServerTool {
-	props := map[string]prop{"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "timeout": timeoutProp("the operation")}
+	props := map[string]prop{"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "timeout": timeoutProp()}
 	for k, v := range extra {
 		props[k] = v
 	}

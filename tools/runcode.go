@@ -39,7 +39,7 @@ func runCodeTool(d Deps) server.ServerTool {
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"code":             {"type": "string", "minLength": 1, "maxLength": maxCommandChars, "description": "The program's source."},
 			"language":         {"type": "string", "enum": languages(), "description": "Interpreter to run it with."},
-			"timeout":          runTimeoutProp("the program"),
+			"timeout":          runTimeoutProp(),
 			"max_output_chars": budgetProp(),
 		})),
 		outputSchema[ExecResult](),

@@ -84,9 +84,27 @@ const allNamespaces = "*"
 // meant, and would otherwise reach the runtime.
 const noControl = `^[^\x00-\x1f\x7f]*$`
 
+// Arguments most tools share are explained once, in the instructions (sharedArgsText); their
+// schemas keep only the type and the bounds, and a message about one states its rule from here.
+var sharedArgRules = map[string]string{
+	"sandbox_claim_name": "Claim name returned by create_sandbox (sandbox_claim_name).",
+	"namespace": fmt.Sprintf("Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending "+
+		"with a letter or digit, at most %d characters. Defaults to the server's current namespace.", validation.DNS1123LabelMaxLength),
+}
+
+// sharedArgsText is the instructions' sentence on the shared arguments; pinned: namespace is fixed.
+func sharedArgsText(pinned bool) string {
+	ns := "namespace is the sandbox's Kubernetes namespace (leave it out for the server's own); "
+	if pinned {
+		ns = ""
+	}
+	return "Arguments most tools share: sandbox_claim_name names a sandbox (the name its create returned); " + ns +
+		"path is inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the " +
+		"working directory); timeout and *_seconds are in seconds, within the bounds their schemas give."
+}
+
 func claimProp() prop {
-	return prop{"type": "string", "minLength": 1, "maxLength": validation.DNS1123SubdomainMaxLength, "format": formatObjectName,
-		"description": "Claim name returned by create_sandbox (sandbox_claim_name)."}
+	return prop{"type": "string", "minLength": 1, "maxLength": validation.DNS1123SubdomainMaxLength, "format": formatObjectName}
 }
 
 // withDescription is p with another description.
@@ -105,9 +123,7 @@ func optionalClaimProp() prop {
 }
 
 func namespaceProp() prop {
-	return prop{"type": "string", "maxLength": validation.DNS1123LabelMaxLength, "format": formatNamespace,
-		"description": fmt.Sprintf("Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending "+
-			"with a letter or digit, at most %d characters. Defaults to the server's current namespace.", validation.DNS1123LabelMaxLength)}
+	return prop{"type": "string", "maxLength": validation.DNS1123LabelMaxLength, "format": formatNamespace}
 }
 
 // namespaceOrAllProp is a namespace argument of a tool that can also look across the allowlist.
@@ -127,16 +143,17 @@ func intProp(lead string, min, max, def int) prop {
 		"description": fmt.Sprintf("%s (%d-%d, default %d).", lead, min, max, def)}
 }
 
-func timeoutProp(what string) prop {
-	return intProp("Seconds to wait for "+what, minTimeout, maxTimeout, defaultTimeout)
+// timeoutProp is a shared argument (sharedArgsText): bounds and default only.
+func timeoutProp() prop {
+	return prop{"type": "integer", "minimum": minTimeout, "maximum": maxTimeout, "default": defaultTimeout}
 }
 
 // runTimeoutProp is timeoutProp for commands, which on the python runtime also meet that
 // runtime's own limit.
-func runTimeoutProp(what string) prop {
-	p := timeoutProp(what)
-	p["description"] = p["description"].(string) + fmt.Sprintf(" On the python runtime (gateway, direct and in-cluster "+
-		"connections) the runtime itself ends a command after %d s unless its operator raised that limit.", int(conn.PyRuntimeExecLimit.Seconds()))
+func runTimeoutProp() prop {
+	p := timeoutProp()
+	p["description"] = fmt.Sprintf("On the python runtime (gateway, direct and in-cluster connections) the runtime itself "+
+		"ends a command after %d s unless its operator raised that limit.", int(conn.PyRuntimeExecLimit.Seconds()))
 	return p
 }
 

@@ -40,7 +40,7 @@ func TestBadInput(t *testing.T) {
 		claimRule       = "Claim name returned by create_sandbox (sandbox_claim_name)."
 		pathRule        = "File path inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the working directory). No control characters."
 		notFound        = `Sandbox claim %q is not found in namespace "ns1". It may have been deleted or expired (shutdown_after_seconds); list_sandboxes lists your sandboxes; create_sandbox makes a new one.`
-		execTimeoutRule = "Seconds to wait for the command (1-600, default 60). On the python runtime (gateway, direct and in-cluster " +
+		execTimeoutRule = "Seconds to wait (1-600, default 60). On the python runtime (gateway, direct and in-cluster " +
 			"connections) the runtime itself ends a command after 300 s unless its operator raised that limit."
 		requestRule = "Your own id for this create, e.g. a UUID (up to 64 letters, digits, '.', '_', ':' or '-'). Creating again with the same " +
 			"request_id while that sandbox lives returns the same sandbox instead of a new one, from any session or server replica, even when " +

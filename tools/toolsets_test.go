@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/server"
 )
 
 func names(d Deps) []string {
@@ -150,6 +152,32 @@ func TestToolsetSizes(t *testing.T) {
 		row := regexp.MustCompile("(?m)^\\| `" + set + "`[^\n]*\\| ([0-9]+) \\|$").FindSubmatch(readme)
 		if row == nil || string(row[1]) != strconv.Itoa(size) {
 			t.Errorf("README's Choosing tools row for %s: %q, want %d bytes", set, row, size)
+		}
+	}
+}
+
+// TestInstructionsNameOnlyListedTools: whatever the operator's filter, the instructions never
+// tell the model of a tool it cannot call, and still name every one it can.
+func TestInstructionsNameOnlyListedTools(t *testing.T) {
+	every := All(Deps{})
+	sels := []Selection{{ReadOnly: true}, {DisableDestructive: true}, {ReadOnly: true, Toolsets: []string{"workspace"}}}
+	for _, set := range ToolsetNames() {
+		sels = append(sels, Selection{Toolsets: []string{set}})
+	}
+	for _, sel := range sels {
+		d := Deps{Selection: sel}
+		listed := All(d)
+		text := d.instructions(listed)
+		for _, st := range every {
+			name := st.Tool.Name
+			named := regexp.MustCompile(`\b` + name + `\b`).MatchString(text)
+			isListed := slices.ContainsFunc(listed, func(l server.ServerTool) bool { return l.Tool.Name == name })
+			switch {
+			case named && !isListed:
+				t.Errorf("%+v: the instructions name %s, which is not listed:\n%s", sel, name, text)
+			case !named && isListed && !sel.ReadOnly && len(sel.Toolsets) == 0:
+				t.Errorf("%+v: the instructions do not name %s", sel, name)
+			}
 		}
 	}
 }

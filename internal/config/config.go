@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/joho/godotenv"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
@@ -60,6 +62,10 @@ type Config struct {
 	Toolsets           []string
 	ReadOnly           bool
 	DisableDestructive bool
+	// Arguments the operator fixes: they leave the tools' schemas and no call can change them.
+	PinNamespace string            // K8S_SANDBOX_PIN__NAMESPACE: every tool's namespace
+	PinWarmpool  string            // K8S_SANDBOX_PIN__WARMPOOL: create_sandbox's warmpool
+	PinLabels    map[string]string // K8S_SANDBOX_PIN__LABELS (k=v,k2=v2): create_sandbox's labels
 	// Suspension (suspend_sandbox, resume_sandbox).
 	AutoResume            bool   // K8S_SANDBOX_AUTO_RESUME: a call on a suspended sandbox resumes it first
 	SuspendPausesLifetime bool   // K8S_SANDBOX_SUSPEND_PAUSES_LIFETIME: shutdownTime waits while suspended
@@ -155,6 +161,7 @@ func Parse(vars map[string]string) (Config, error) {
 			c.Toolsets = append(c.Toolsets, name)
 		}
 	}
+	p.pins(&c)
 	c.ReadOnly = p.boolean("READ_ONLY", false)
 	c.DisableDestructive = p.boolean("DISABLE_DESTRUCTIVE", false)
 	c.AutoResume = p.boolean("AUTO_RESUME", defaultAutoResume)
@@ -271,6 +278,30 @@ func (p *parser) boolean(name string, def bool) bool {
 }
 
 // custom reads the operator's rule for sandboxes built to order; no allowed image: off.
+// pins reads the pinned arguments; a pinned namespace must be one the allowlist allows.
+func (p *parser) pins(c *Config) {
+	if c.PinNamespace = p.str("PIN__NAMESPACE", ""); c.PinNamespace != "" {
+		if errs := validation.IsDNS1123Label(c.PinNamespace); len(errs) > 0 {
+			p.fail("PIN__NAMESPACE", "%q is not a namespace name: %s", c.PinNamespace, strings.Join(errs, "; "))
+		} else if len(c.AllowedNamespaces) > 0 && !slices.Contains(c.AllowedNamespaces, c.PinNamespace) {
+			p.fail("PIN__NAMESPACE", "%q is not in %sALLOWED_NAMESPACES (%s)", c.PinNamespace, Prefix, strings.Join(c.AllowedNamespaces, ","))
+		}
+	}
+	if c.PinWarmpool = p.str("PIN__WARMPOOL", ""); c.PinWarmpool != "" {
+		if errs := validation.IsDNS1123Subdomain(c.PinWarmpool); len(errs) > 0 {
+			p.fail("PIN__WARMPOOL", "%q is not a warm pool name: %s", c.PinWarmpool, strings.Join(errs, "; "))
+		}
+	}
+	if v := p.str("PIN__LABELS", ""); v != "" {
+		// apimachinery's own parser of "k=v,k2=v2", which checks keys and values as the API server does.
+		m, err := labels.ConvertSelectorToLabelsMap(v)
+		if err != nil {
+			p.fail("PIN__LABELS", "%q is not a list of label=value pairs: %v", v, err)
+		}
+		c.PinLabels = m
+	}
+}
+
 func (p *parser) custom() kube.CustomPolicy {
 	var c kube.CustomPolicy
 	for _, img := range strings.Split(p.str("CUSTOM_SANDBOXES__ALLOWED_IMAGES", ""), ",") {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,20 @@ func TestParse(t *testing.T) {
 					t.Errorf("toolsets %v, read-only %v, disable-destructive %v", c.Toolsets, c.ReadOnly, c.DisableDestructive)
 				}
 			}},
+		{name: "pinned arguments", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster",
+			"K8S_SANDBOX_PIN__NAMESPACE": "team-a", "K8S_SANDBOX_PIN__WARMPOOL": "pool-a", "K8S_SANDBOX_PIN__LABELS": "team=a,app.example.com/x=y"},
+			check: func(t *testing.T, c Config) {
+				if c.PinNamespace != "team-a" || c.PinWarmpool != "pool-a" || !maps.Equal(c.PinLabels, map[string]string{"team": "a", "app.example.com/x": "y"}) {
+					t.Errorf("pins: %q %q %v", c.PinNamespace, c.PinWarmpool, c.PinLabels)
+				}
+			}},
+		{name: "pinned namespace outside the allowlist", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster",
+			"K8S_SANDBOX_PIN__NAMESPACE": "team-a", "K8S_SANDBOX_ALLOWED_NAMESPACES": "team-b,team-c"},
+			wantErr: `K8S_SANDBOX_PIN__NAMESPACE "team-a" is not in K8S_SANDBOX_ALLOWED_NAMESPACES (team-b,team-c)`},
+		{name: "pinned namespace not a name", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_PIN__NAMESPACE": "Team_A"},
+			wantErr: `K8S_SANDBOX_PIN__NAMESPACE "Team_A" is not a namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
+		{name: "pinned labels not labels", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_PIN__LABELS": "team"},
+			wantErr: "K8S_SANDBOX_PIN__LABELS \"team\" is not a list of label=value pairs: invalid selector: [team]"},
 		{name: "metadata keys: none denied", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_METADATA__DENIED_KEYS": "none"},
 			check: func(t *testing.T, c Config) {
 				if len(c.Metadata.Denied) != 0 {
