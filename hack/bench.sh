@@ -16,6 +16,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 [ "$(id -u)" = 0 ] || { echo "bench: needs root for the local stack (try: sudo -E $0 $*)" >&2; exit 1; }
 hack/deps.sh
+. hack/localstack/versions.sh
+# Item 10's baseline, kubernetes-mcp-server, as its npm package ships it (once per cache).
+if command -v npm >/dev/null && [ ! -x "$KMS_BIN" ]; then
+  kmsdir=$LOCALSTACK_CACHE/npm/kubernetes-mcp-server-$KMS_VERSION
+  mkdir -p "$kmsdir"
+  (cd "$kmsdir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm i --no-audit --no-fund --loglevel=error "kubernetes-mcp-server-linux-amd64@$KMS_VERSION" >/dev/null)
+fi
+kms=()
+[ -x "$KMS_BIN" ] && kms=(-kms "$KMS_BIN" -kms-version "$KMS_VERSION")
 was_up=0
 hack/localstack/stack.sh status >/dev/null 2>&1 && was_up=1
 cleanup() { [ "$was_up" = 1 ] || hack/localstack/stack.sh down >/dev/null 2>&1 || true; }
@@ -30,5 +40,5 @@ static -o bin/k8s-sandbox-mcp .
 static -o bin/minimal-mcp ./bench/cmd/minimal-mcp
 static -o bin/lean-exec-mcp ./bench/cmd/lean-exec-mcp
 go build -o bin/sandbox-bench ./bench/cmd/sandbox-bench
-hack/localstack/stack.sh exec bin/sandbox-bench -server bin/k8s-sandbox-mcp -minimal bin/minimal-mcp -lean bin/lean-exec-mcp -out BENCHMARKS.md \
+hack/localstack/stack.sh exec bin/sandbox-bench -server bin/k8s-sandbox-mcp -minimal bin/minimal-mcp -lean bin/lean-exec-mcp -out BENCHMARKS.md "${kms[@]}" \
   -command "hack/bench.sh${*:+ $*}" "$@"

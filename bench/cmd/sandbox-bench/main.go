@@ -21,6 +21,7 @@ import (
 // config holds the flags: binaries, output, and the iteration counts that bound the run time.
 type config struct {
 	server, minimal, lean, out, analysis, command string
+	kms, kmsVersion                               string // kubernetes-mcp-server's binary (item 10's baseline)
 	items                                         map[string]bool
 
 	warm            int
@@ -62,10 +63,12 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.server, "server", "bin/k8s-sandbox-mcp", "the server binary under test")
 	fs.StringVar(&c.minimal, "minimal", "bin/minimal-mcp", "the minimal mcp-go server (start-up baseline)")
 	fs.StringVar(&c.lean, "lean", "bin/lean-exec-mcp", "item 1: the leanest execute_command on mcp-go and grpc-go (second sandboxd baseline)")
+	fs.StringVar(&c.kms, "kms", "", "item 10: kubernetes-mcp-server's binary, the tool list's baseline (hack/bench.sh installs it; empty: none)")
+	fs.StringVar(&c.kmsVersion, "kms-version", "", "item 10: the version of -kms, as the report names it")
 	fs.StringVar(&c.out, "out", "BENCHMARKS.md", "where to write the report")
 	fs.StringVar(&c.analysis, "analysis", "bench/ANALYSIS.md", "hand-written analysis appended to the report (skipped if missing)")
 	fs.StringVar(&c.command, "command", "", "the command line to show under Reproduce (default: this one)")
-	items := fs.String("items", "1,2,3,4,5,6,7,8,9", "which items to run")
+	items := fs.String("items", "1,2,3,4,5,6,7,8,9,10", "which items to run")
 	fs.IntVar(&c.warm, "warmup", 5, "unmeasured iterations before each latency series")
 	fs.IntVar(&c.smallRuns, "small-runs", 200, "item 1: small commands per side and runtime")
 	fs.IntVar(&c.leanRuns, "lean-runs", 0, "item 1: calls per side of the lean comparison (default -small-runs); the server over the lean server moves by ±0.05 between 400-call runs, so testing a cut on it takes thousands")
@@ -129,6 +132,11 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.command == "" {
 		c.command = strings.Join(append([]string{"sandbox-bench"}, args...), " ")
+	}
+	if c.kms != "" {
+		if c.kms, err = filepath.Abs(c.kms); err != nil {
+			return c, err
+		}
 	}
 	for _, p := range []*string{&c.server, &c.minimal, &c.lean} {
 		if *p, err = filepath.Abs(*p); err != nil {
@@ -205,7 +213,7 @@ func run(ctx context.Context, cfg config) error {
 	}{
 		{"1", b.smallCommands}, {"2", b.largeOutput}, {"3", b.createLatency},
 		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge}, {"7", b.workbenchMemory}, {"8", b.replicasLoad},
-		{"9", b.renewalCost},
+		{"9", b.renewalCost}, {"10", b.toolListSize},
 	}
 	// An interrupt (SIGINT, SIGTERM) ends the item running and writes the report of what has
 	// finished, so that an hour of a long run is not lost to stopping it.
