@@ -14,6 +14,7 @@ import (
 type (
 	createResult struct {
 		SandboxClaimName string `json:"sandbox_claim_name"`
+		Namespace        string `json:"namespace"`
 		SandboxName      string `json:"sandbox_name"`
 		CustomPool       string `json:"custom_pool"`
 		VolumePath       string `json:"volume_path"`
