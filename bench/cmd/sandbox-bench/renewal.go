@@ -20,14 +20,19 @@ func (b *bench) renewalCost(ctx context.Context) (*section, error) {
 	s := &section{title: "9. Renewal on use: Kubernetes API requests per 1,000 calls on one sandbox",
 		what: fmt.Sprintf("One sandboxd sandbox created with `shutdown_after_seconds: %d`, then %d `execute_command` calls (`true`), one "+
 			"every %s (%s in all), from a server over stdio with renewal on (the default) and with `K8S_SANDBOX_RENEW_ON_USE=false` "+
-			"(the baseline). Each server reaches the API server through a loopback proxy of its own that counts its requests by "+
+			"(the baseline, whose sandbox gets a window longer than the span: unrenewed, it would expire mid-series). Each server reaches the API server through a loopback proxy of its own that counts its requests by "+
 			"verb and resource, from just after create_sandbox's answer to a second after the last call (a renewal's PATCH runs "+
 			"after the call that triggers it).", int(window/time.Second), calls, pace, span)}
 	tbl := table{caption: "Requests during the calls:", header: []string{"renewal", "calls", "PATCH sandboxclaims", "all requests",
 		"per 1,000 calls", "shutdown time moved by", "requests by verb and resource"}}
 	patches := map[bool]int{}
 	for _, on := range []bool{false, true} {
-		r, err := b.renewalSeries(ctx, on, calls, window, pace)
+		// Without renewal a sandbox lives its creation's window: the baseline's outlasts the span.
+		w := window
+		if !on {
+			w = 2*span + window
+		}
+		r, err := b.renewalSeries(ctx, on, calls, w, pace)
 		if err != nil {
 			return s, err
 		}
