@@ -44,9 +44,15 @@ func NewServer(d Deps, version string, opts ...server.ServerOption) *server.MCPS
 		server.WithToolHandlerMiddleware(d.logCalls),
 	}
 	listed := All(d)
-	base = append(base, server.WithInstructions(d.instructions(listed)))
+	workflows := prompts(listed)
+	base = append(base, server.WithInstructions(d.instructions(listed)), server.WithCompletions(),
+		server.WithPromptCompletionProvider(completer{d}), server.WithResourceCompletionProvider(completer{d}))
+	if len(workflows) > 0 {
+		base = append(base, server.WithPromptCapabilities(false))
+	}
 	s := server.NewMCPServer("k8s-sandbox-mcp", version, append(base, opts...)...)
 	s.AddTools(listed...)
+	s.AddPrompts(workflows...)
 	s.AddResourceTemplates(sandboxesTemplate(d))
 	return s
 }
