@@ -2,8 +2,9 @@
 # Benchmarks the server against the raw path to the same sandboxes and writes BENCHMARKS.md:
 # installs what the local stack needs, brings the stack up (reusing a running one), builds the
 # server and the bench tools, and runs bench/cmd/sandbox-bench. Needs root (the stack runs
-# a node). The benchmark runs in the stack's network namespace, where pod addresses exist. About 3-4 minutes per run on 2 cores with the defaults and a
-# warm stack (a cold stack build adds about 10 minutes once).
+# a node). The benchmark runs in the stack's network namespace, where pod addresses exist. About 10 minutes per run
+# of items 1-7, 9 and 10 on 2 cores with the defaults and a warm stack, and 15-20 more for item 8 (the load, in the
+# last run only); -runs 3 took 47 min on 2026-12-04. A cold stack build adds its own time once.
 #
 #   hack/bench.sh                       every item, default iteration counts
 #   hack/bench.sh -runs 3               all items three times: run-to-run min / median / max

@@ -10,6 +10,9 @@
 // state lives in the sandbox through conn/proc), the workspace tools (read_file, edit_file,
 // search_files, make_directory, move_path, remove_path, upload_archive, download_archive: edit.go,
 // paths.go and archive.go, run in the sandbox through conn/workspace), and the sandboxes://{namespace} resource template.
+// The instructions (instructions.go) and the workflow prompts and completions (prompts.go) are
+// built from the tools listed, and withhold.go takes pinned or unusable arguments out of the
+// schemas; toolsets.go's Selection filters the one table (All).
 // Every call is checked against its tool's input schema first (args.go), which owns the
 // arguments' bounds, defaults and the messages that name them.
 //
