@@ -357,31 +357,14 @@ func nested(p prop, member string) prop {
 	return prop{}
 }
 
-// argRule is what a message says of an argument: its schema's description, led by the bounds
-// of a bounded integer whose description does not state them; for an argument the
-// instructions explain once (its schema gives only its type and bounds), sharedArgRules' rule.
+// argRule is what a message says of an argument: its schema's description, or, for a shared
+// argument the instructions explain once (its schema gives only type and bounds),
+// sharedArgRules' rule.
 func argRule(name string, p prop) string {
-	d := desc(p)
-	if r, ok := sharedArgRules[name]; ok && d == "" {
-		return r
-	}
-	min, hasMin := number(p["minimum"])
-	max, hasMax := number(p["maximum"])
-	if p["type"] != "integer" || !hasMin || !hasMax || strings.Contains(d, "("+min+"-"+max) {
+	if d := desc(p); d != "" {
 		return d
 	}
-	b := min + "-" + max
-	if def, ok := p["default"]; ok {
-		b += fmt.Sprintf(", default %v", def)
-	}
-	lead := "Allowed"
-	switch {
-	case strings.HasSuffix(name, "timeout"):
-		lead = "Seconds to wait"
-	case unit(name) != "":
-		lead = "Seconds"
-	}
-	return strings.TrimSpace(fmt.Sprintf("%s (%s). %s", lead, b, d))
+	return sharedArgRules[name]
 }
 
 func desc(p prop) string {

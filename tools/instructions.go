@@ -30,8 +30,7 @@ func (d Deps) instructionLines() [][]paragraph {
 			"using it does not move that time on this server.", defaultShutdownAfter)
 	}
 	one := func(tool, text string) paragraph { return paragraph{names: []string{tool}, text: text} }
-	process := []string{"start_process", "read_process_output", "write_process_stdin", "signal_process", "list_processes"}
-	workspace := []string{"search_files", "read_file", "edit_file", "make_directory", "move_path", "remove_path", "upload_archive", "download_archive"}
+	process, workspace := toolsets["process"], toolsets["workspace"]
 	return [][]paragraph{
 		{{text: "Sandboxes are isolated Kubernetes pods for running commands and handling files."}},
 		{{text: sharedArgsText(d.Pinned.Namespace != "")}},
@@ -101,10 +100,7 @@ func (d Deps) instructionLines() [][]paragraph {
 
 // instructions are the sentences whose tools are listed, a line per subject.
 func (d Deps) instructions(listed []server.ServerTool) string {
-	names := make([]string, len(listed))
-	for i, st := range listed {
-		names[i] = st.Tool.Name
-	}
+	names := toolNames(listed)
 	var lines []string
 	for _, line := range d.instructionLines() {
 		var said []string
@@ -118,6 +114,14 @@ func (d Deps) instructions(listed []server.ServerTool) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+func toolNames(listed []server.ServerTool) []string {
+	names := make([]string, len(listed))
+	for i, st := range listed {
+		names[i] = st.Tool.Name
+	}
+	return names
 }
 
 func containsAll(set, want []string) bool {

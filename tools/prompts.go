@@ -93,10 +93,7 @@ func question(q string) string {
 
 // prompts are the workflows whose tools are all listed.
 func prompts(listed []server.ServerTool) []server.ServerPrompt {
-	names := make([]string, len(listed))
-	for i, st := range listed {
-		names[i] = st.Tool.Name
-	}
+	names := toolNames(listed)
 	var out []server.ServerPrompt
 	for _, w := range workflows() {
 		if !containsAll(names, w.tools) {

@@ -90,6 +90,7 @@ var sharedArgRules = map[string]string{
 	"sandbox_claim_name": "Claim name returned by create_sandbox (sandbox_claim_name).",
 	"namespace": fmt.Sprintf("Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending "+
 		"with a letter or digit, at most %d characters. Defaults to the server's current namespace.", validation.DNS1123LabelMaxLength),
+	"timeout": desc(intProp("Seconds to wait", minTimeout, maxTimeout, defaultTimeout)),
 }
 
 // sharedArgsText is the instructions' sentence on the shared arguments; pinned: namespace is fixed.
@@ -152,8 +153,8 @@ func timeoutProp() prop {
 // runtime's own limit.
 func runTimeoutProp() prop {
 	p := timeoutProp()
-	p["description"] = fmt.Sprintf("On the python runtime (gateway, direct and in-cluster connections) the runtime itself "+
-		"ends a command after %d s unless its operator raised that limit.", int(conn.PyRuntimeExecLimit.Seconds()))
+	p["description"] = sharedArgRules["timeout"] + fmt.Sprintf(" On the python runtime (gateway, direct and in-cluster "+
+		"connections) the runtime itself ends a command after %d s unless its operator raised that limit.", int(conn.PyRuntimeExecLimit.Seconds()))
 	return p
 }
 

@@ -52,12 +52,9 @@ func (d Deps) withPins() Deps {
 	return d
 }
 
-// pin applies the pinned arguments to a create, whatever the call said (the schema refuses them
-// before this; this keeps a handler called otherwise on the operator's values too).
+// pin applies the pinned warm pool and labels to a create (the schema has refused them already;
+// a pinned namespace needs nothing here: withPins made it the default and the only one allowed).
 func (p Pins) pin(a *createArgs) {
-	if p.Namespace != "" {
-		a.Namespace = p.Namespace
-	}
 	if p.Warmpool != "" {
 		a.Warmpool = p.Warmpool
 	}

@@ -277,7 +277,6 @@ func (p *parser) boolean(name string, def bool) bool {
 	return def
 }
 
-// custom reads the operator's rule for sandboxes built to order; no allowed image: off.
 // pins reads the pinned arguments; a pinned namespace must be one the allowlist allows.
 func (p *parser) pins(c *Config) {
 	if c.PinNamespace = p.str("PIN__NAMESPACE", ""); c.PinNamespace != "" {
@@ -302,6 +301,7 @@ func (p *parser) pins(c *Config) {
 	}
 }
 
+// custom reads the operator's rule for sandboxes built to order; no allowed image: off.
 func (p *parser) custom() kube.CustomPolicy {
 	var c kube.CustomPolicy
 	for _, img := range strings.Split(p.str("CUSTOM_SANDBOXES__ALLOWED_IMAGES", ""), ",") {
