@@ -3,9 +3,12 @@
 
 # build <module dir> <out dir> <ldflags> <pkg=name>... builds each package into <out dir>/<name>,
 # skipping names already there: the out dir is keyed by versions, so what exists is current.
-# A binary appears only once complete (built in a temporary file, then renamed), so an
-# interrupted build is redone next time. BUILD_TAGS (space separated) adds build tags;
-# CGO_ENABLED and GOFLAGS from the environment apply as usual.
+# The packages go to one `go build` (one package load, and the go command overlaps one
+# binary's link with the next one's compiles on both cores, where a build per binary waited
+# for each link: a cold build is the longest part of a cold CI run). Binaries appear only once
+# complete (built in a temporary folder, then renamed), so an interrupted build is redone next
+# time. BUILD_TAGS (space separated) adds build tags; CGO_ENABLED and GOFLAGS from the
+# environment apply as usual.
 build() {
   local mod=$1 out=$2 ldflags=$3
   shift 3
@@ -21,18 +24,28 @@ build() {
   local tmp
   tmp=$(mktemp -d "$out/.build.XXXXXX")
   echo "localstack: building ${names[*]} (${BUILD_HINT:-cold: up to ~20 min on 2 cores})" >&2
-  local start=$SECONDS i t
+  local start=$SECONDS i
+  if ! (cd "$mod" && go build -trimpath -tags "${BUILD_TAGS:-}" -ldflags "$ldflags" -o "$tmp/" "${todo[@]}"); then
+    rm -rf "$tmp"
+    echo "localstack: error: building ${names[*]} (${todo[*]} in $mod) failed" >&2
+    return 1
+  fi
   for i in "${!todo[@]}"; do
-    t=$SECONDS
-    if ! (cd "$mod" && go build -trimpath -tags "${BUILD_TAGS:-}" -ldflags "$ldflags" -o "$tmp/${names[$i]}" "${todo[$i]}"); then
-      rm -rf "$tmp"
-      echo "localstack: error: building ${names[$i]} (${todo[$i]} in $mod) failed" >&2
-      return 1
-    fi
-    mv "$tmp/${names[$i]}" "$out/${names[$i]}"
-    echo "localstack: built ${names[$i]} ($((SECONDS - t))s; $((SECONDS - start))s so far)" >&2
+    mv "$tmp/$(exec_name "${todo[$i]}")" "$out/${names[$i]}"
   done
-  rmdir "$tmp" 2>/dev/null || true
+  rm -rf "$tmp"
+  echo "localstack: built ${names[*]} ($((SECONDS - start))s)" >&2
+}
+
+# exec_name <package> prints the file name go build -o <dir>/ gives the package's binary: its
+# last path element, or the one before a major-version suffix (go.etcd.io/etcd/server/v3: server).
+exec_name() {
+  local pkg=$1 last=${1##*/}
+  if [[ $last =~ ^v[0-9]+$ && $pkg == */* ]]; then
+    pkg=${pkg%/*}
+    last=${pkg##*/}
+  fi
+  echo "$last"
 }
 
 # kube_ldflags prints the ldflags of the Kubernetes binaries: stripped, and stamped with
