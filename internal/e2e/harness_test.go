@@ -8,15 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -132,43 +129,8 @@ func httpServer(t *testing.T, env []string, args ...string) string {
 // startServer is httpServer that also returns the process, for tests that signal it.
 func startServer(t *testing.T, env []string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(binary, append([]string{"--http", addr}, args...)...)
-	cmd.Env = serverEnv(env...)
-	cmd.Stderr = serverLog(t)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("server did not stop within 20 s of SIGTERM")
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return cmd, "http://" + addr
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server on %s never became healthy: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s := serve(t, 20*time.Second, true, env, append([]string{"--http", "127.0.0.1:0"}, args...)...)
+	return s.cmd, s.base
 }
 
 func httpSession(t *testing.T, base, version string) *mcp.ClientSession {

@@ -33,13 +33,9 @@ func startReplicas(t *testing.T, n int, env []string) *replicaSet {
 	rs := &replicaSet{front: load.NewFront(ln)}
 	t.Cleanup(rs.front.Close)
 	for range n {
-		ml, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		maddr := ml.Addr().String()
-		ml.Close()
-		cmd, base := startServer(t, append([]string{"K8S_SANDBOX_HTTP__PUBLIC_URL=" + rs.front.URL()}, env...), "--metrics-addr", maddr)
+		srv := serve(t, 20*time.Second, true, append([]string{"K8S_SANDBOX_HTTP__PUBLIC_URL=" + rs.front.URL()}, env...),
+			"--http", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
+		cmd, base, maddr := srv.cmd, srv.base, srv.metrics
 		u, _ := url.Parse(base)
 		rs.front.Add(u.Host)
 		rs.bases = append(rs.bases, base)

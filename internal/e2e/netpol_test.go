@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -126,27 +125,9 @@ func TestSandboxesCannotReachEachOther(t *testing.T) {
 // it accepts connections.
 func serverOnNode(t *testing.T, env []string, host string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(binary, "--http", addr)
-	cmd.Env = serverEnv(append([]string{"K8S_SANDBOX_AUTH__TOKENS=probe:" + randomHex(t)}, env...)...)
-	cmd.Stderr = serverLog(t)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitFor(t, 30*time.Second, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return addr
+	s := serve(t, 20*time.Second, false, append([]string{"K8S_SANDBOX_AUTH__TOKENS=probe:" + randomHex(t)}, env...),
+		"--http", net.JoinHostPort(host, "0"))
+	return strings.TrimPrefix(s.base, "http://")
 }
 
 func validIP(s string) bool {

@@ -8,14 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -312,31 +309,7 @@ func serveLikeThePod(t *testing.T, ns string, settings []string) {
 		}
 		env = append(env, k+"="+v)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(binary, withFlag(t, withFlag(t, pc.args, "--http", addr), "--namespace", ns)...)
-	cmd.Env, cmd.Stderr = serverEnv(env...), serverLog(t)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		stopped := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() })
-		_ = cmd.Wait()
-		stopped.Stop()
-	})
-	base := "http://" + addr
-	waitFor(t, 20*time.Second, func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	})
+	base := serve(t, 30*time.Second, false, env, withFlag(t, withFlag(t, pc.args, "--http", "127.0.0.1:0"), "--namespace", ns)...).base
 	resp, err := http.Post(base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,15 +19,11 @@ import (
 func TestPrometheusMetrics(t *testing.T) {
 	t.Parallel()
 	ns := stack.Namespace(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metricsAddr := ln.Addr().String()
-	ln.Close()
 	const token = "metrics-token-0123456789"
 	c := connections()[4]
-	base := httpServer(t, append([]string{"K8S_SANDBOX_AUTH__TOKENS=alice:" + token}, c.env...), "--metrics-addr", metricsAddr)
+	srv := serve(t, 20*time.Second, true, append([]string{"K8S_SANDBOX_AUTH__TOKENS=alice:" + token}, c.env...),
+		"--http", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
+	base, metricsAddr := srv.base, srv.metrics
 	s, err := authSession(t, base, token, "2025-11-25") // a session, for the sessions gauge
 	if err != nil {
 		t.Fatal(err)
