@@ -173,10 +173,17 @@ func TestCancellation(t *testing.T) {
 				// A unique duration names the process on this host, where the sandbox runs.
 				marker := fmt.Sprintf("300.%06d", rand.IntN(1000000))
 				ctx, cancel := context.WithCancel(t.Context())
+				// Off the test's goroutine, so it reports with Errorf (Fatal there would end only
+				// this goroutine) and cancels in any case.
 				go func() {
-					waitFor(t, 20*time.Second, func() bool { return len(processes("sleep "+marker)) > 0 })
+					defer cancel()
+					for deadline := time.Now().Add(20 * time.Second); len(processes("sleep "+marker)) == 0; time.Sleep(200 * time.Millisecond) {
+						if time.Now().After(deadline) {
+							t.Errorf("the command did not start within 20 s")
+							return
+						}
+					}
 					time.Sleep(time.Second)
-					cancel()
 				}()
 				start := time.Now()
 				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_command", Arguments: map[string]any{
