@@ -40,7 +40,10 @@ func kubectl(t *testing.T, args ...string) string {
 // Service from outside the pod, for each in-cluster connection type; then kills the pod
 // mid-run: the Deployment replaces it and a sessionless client carries on with its sandbox.
 func TestServerAsAPod(t *testing.T) {
-	// Not parallel: it uses namespace default's pools, which deploy/ allows, and a fixed namespace.
+	t.Parallel()
+	// It uses namespace default's pools, which deploy/ allows (no other test of this package
+	// claims from them), and deploy/'s own namespace, which it deletes at the end.
+	holdShippedNamespace(t)
 	ctx := t.Context()
 	token := randomHex(t)
 	kubectl(t, "apply", "-f", stack.RepoRoot+"/deploy/namespace.yaml")

@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,6 +196,18 @@ func TestRBACManifestsGrantExactlyTheSpecVerbs(t *testing.T) {
 	if got, want := permNames(covered), permNames(specPerms); !slices.Equal(got, want) {
 		t.Errorf("verbs with a test that shows they are needed, or listed as optional\n got %v\nwant %v", got, want)
 	}
+}
+
+// shippedNamespace is held by the tests that use deploy/'s namespace and cluster-wide objects
+// (TestServerAsAPod deletes the namespace when it ends, TestRBACUnderTheRealAPIServer needs the
+// ServiceAccount in it): they run one at a time, each in parallel with everything else.
+var shippedNamespace sync.Mutex
+
+// holdShippedNamespace takes shippedNamespace until t and every cleanup registered after this
+// call have run.
+func holdShippedNamespace(t *testing.T) {
+	shippedNamespace.Lock()
+	t.Cleanup(shippedNamespace.Unlock)
 }
 
 // identity is a ServiceAccount's kubeconfig and RBAC user name.

@@ -165,6 +165,8 @@ func verbCases() []verbCase {
 // bound by the shipped RoleBindings (moved to the test namespace), against the real API
 // server's RBAC: every tool works; without any one used verb, a specific call is refused.
 func TestRBACUnderTheRealAPIServer(t *testing.T) {
+	t.Parallel()
+	holdShippedNamespace(t) // its ServiceAccount lives there
 	m := loadDeploy(t)
 	ns := stack.Namespace(t).Name
 	applyShipped(t, m, ns)
