@@ -32,7 +32,9 @@ go test -count=1 -timeout 20m "$@" "${others[@]}"
 # gotestsum (hack/deps.sh) prints what go test would, and keeps every test's events so that the
 # run ends with its slowest tests: where a slow CI run spent its time.
 events=$(mktemp "${TMPDIR:-/tmp}/k8s-sandbox-mcp-e2e.XXXXXX.json")
-slowest() { echo "test.sh: the slowest tests (events in $events):" >&2; "$GOTESTSUM" tool slowest --jsonfile "$events" --threshold 30s | head -30 >&2; }
+# sed, not head: head exits after its lines, and gotestsum, still writing, then dies of SIGPIPE,
+# which pipefail made the run's exit status (141) after every test had passed.
+slowest() { echo "test.sh: the slowest tests (events in $events):" >&2; "$GOTESTSUM" tool slowest --jsonfile "$events" --threshold 30s | sed -n 1,30p >&2; }
 trap 'slowest; cleanup' EXIT
 hack/localstack/stack.sh exec "$GOTESTSUM" --format standard-quiet --jsonfile "$events" -- \
   -tags e2e -count=1 -timeout 45m -p 1 "$@" "${stackpkgs[@]}"
