@@ -118,6 +118,9 @@ cmd_up() {
     local running
     running=$(running_version)
     if [ "$running" = "$AGENT_SANDBOX_VERSION" ]; then
+      # The stack may have been brought up from another clone (one a run left up, then
+      # removed): the files the tests read from a clone are this one's from now on.
+      sed -i -e "s|^POOLS_MANIFEST=.*|POOLS_MANIFEST=$POOLS|" -e "s|^SERVER_OVERLAY=.*|SERVER_OVERLAY=$here/manifests/server|" "$RUN/env"
       log "already up and healthy"
       cmd_env_print
       return 0
