@@ -113,7 +113,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		AllowedNamespaces: a.cfg.AllowedNamespaces, MaxSandboxesPerOwner: a.cfg.MaxSandboxesPerOwner, MaxShutdownAfter: a.cfg.MaxShutdownAfter,
 		AllowNoShutdown: a.cfg.AllowNoShutdown, Tracker: a.janitor, ProcessOutputBytes: a.cfg.ProcessOutputBytes,
 		Custom: a.cfg.Custom, MaxVolumeSize: a.cfg.MaxVolumeSize, Observer: a.metrics, Selection: sel,
-		AutoResume: a.cfg.AutoResume, SuspendPausesLifetime: a.cfg.SuspendPausesLifetime,
+		AutoResume: a.cfg.AutoResume, SuspendPausesLifetime: a.cfg.SuspendPausesLifetime, OutputSchemas: a.cfg.OutputSchemas,
 		FixedLifetime: !a.cfg.Lifetime.RenewOnUse,
 		Pinned:        tools.Pins{Namespace: a.cfg.PinNamespace, Warmpool: a.cfg.PinWarmpool, Labels: a.cfg.PinLabels},
 	}

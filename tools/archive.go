@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -35,15 +34,11 @@ type DownloadArchiveResult struct {
 func uploadArchiveTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("upload_archive",
 		mcp.WithToolTitle("Upload a directory tree"),
-		mcp.WithDescription(fmt.Sprintf("Unpacks a tar archive (gzip-compressed or not, base64-encoded) into a directory of a "+
-			"sandbox, creating it; existing files with the same names are replaced, others are kept. All or nothing: a "+
-			"truncated, corrupt or empty archive, or one with an entry outside the directory, is refused and nothing of it is "+
-			"unpacked. At most %d bytes of archive, like download_file's limit. For a whole project in one call instead of a "+
-			"file at a time.", d.maxDownload())),
+		mcp.WithDescription("Unpacks a base64 tar (gzip or not) into a directory, replacing same-named files. All or nothing: a bad archive or an entry outside the directory changes nothing."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "content"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"path":    pathProp("Directory to unpack into, relative to the sandbox's working directory (\".\" for it)."),
-			"content": {"type": "string", "minLength": 1, "description": "The archive, base64-encoded (e.g. tar czf - dir | base64)."},
+			"path":    pathProp(""),
+			"content": {"type": "string", "minLength": 1, "description": "The archive in base64 (tar czf - dir | base64)."},
 			"timeout": timeoutProp(),
 		})),
 		outputSchema[UploadArchiveResult](),
@@ -90,11 +85,10 @@ func uploadArchiveTool(d Deps) server.ServerTool {
 func downloadArchiveTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("download_archive",
 		mcp.WithToolTitle("Download a directory tree"),
-		mcp.WithDescription(fmt.Sprintf("Packs a directory of a sandbox as a gzip-compressed tar and returns it base64-encoded "+
-			"(at most %d bytes of archive, like download_file). Unpack with: base64 -d | tar xzf -.", d.maxDownload())),
+		mcp.WithDescription("Packs a directory as a base64 tar.gz. Unpack with: base64 -d | tar xzf -."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"path":    pathProp("Directory to pack, relative to the sandbox's working directory (\".\" for it)."),
+			"path":    pathProp(""),
 			"timeout": timeoutProp(),
 		})),
 		outputSchema[DownloadArchiveResult](),

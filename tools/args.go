@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -54,6 +56,7 @@ func newArgSchema(t mcp.Tool) (*argSchema, error) {
 	c.AssertFormat()
 	c.RegisterFormat(&jsonschema.Format{Name: formatNamespace, Validate: k8sRule(validation.IsDNS1123Label)})
 	c.RegisterFormat(&jsonschema.Format{Name: formatObjectName, Validate: k8sRule(validation.IsDNS1123Subdomain)})
+	c.RegisterFormat(&jsonschema.Format{Name: formatPath, Validate: k8sRule(validPath)})
 	c.RegisterFormat(&jsonschema.Format{Name: formatNamespaceOrAll, Validate: k8sRule(func(s string) []string {
 		if s == allNamespaces {
 			return nil
@@ -69,6 +72,21 @@ func newArgSchema(t mcp.Tool) (*argSchema, error) {
 	}
 	return s, nil
 }
+
+// validPath is formatPath's check, in apimachinery's shape.
+func validPath(s string) []string {
+	switch {
+	case s == "":
+		return []string{"must not be empty"}
+	case utf8.RuneCountInString(s) > maxPathChars:
+		return []string{fmt.Sprintf("must be no more than %d characters", maxPathChars)}
+	case !noControlRE.MatchString(s):
+		return []string{"must not contain control characters"}
+	}
+	return nil
+}
+
+var noControlRE = regexp.MustCompile(noControl)
 
 // k8sRule adapts an apimachinery validation to a schema format.
 func k8sRule(valid func(string) []string) func(any) error {
@@ -252,13 +270,19 @@ func (s *argSchema) sentence(e *jsonschema.ValidationError) string {
 		}
 		return fmt.Sprintf("%s must be one of %s; got %s.", name, strings.Join(want, ", "), display(k.Got))
 	case *kind.Format:
+		if r, ok := formatRules[k.Want]; ok && (desc(p) != "" || rule == "") {
+			rule = r // the argument's own description says what it is for, not this
+		}
 		if k.Got == "" { // the validator reports the format before minLength
 			return fmt.Sprintf("%s must not be empty. %s", name, rule)
 		}
 		// The description states the rule in words; apimachinery's own text adds only its regex.
 		return fmt.Sprintf("%s %s is not valid. %s", name, display(k.Got), rule)
 	case *kind.Pattern:
-		return fmt.Sprintf("%s %s is not valid. %s", name, display(k.Got), rule)
+		if r, ok := patternRules[k.Want]; ok {
+			rule = r + " " + rule
+		}
+		return fmt.Sprintf("%s %s is not valid. %s", name, display(k.Got), strings.TrimSpace(rule))
 	}
 	return fmt.Sprintf("%s is invalid: %v. %s", name, e.ErrorKind, rule)
 }

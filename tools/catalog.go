@@ -50,10 +50,7 @@ type CatalogResult struct {
 func catalogTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("list_sandbox_templates",
 		mcp.WithToolTitle("List warm pools and templates"),
-		mcp.WithDescription("Lists the warm pools create_sandbox can claim from (name, template, images, ready and desired "+
-			"sandboxes, whether the template lets a claim set environment variables or a persistent volume) and the templates no pool uses. "+
-			"Call it when you do not know which warmpool to pass. namespace \"*\" lists every namespace this server "+
-			"may use (when its operator set them)."),
+		mcp.WithDescription("Lists the warm pools create_sandbox can use (images, ready count, whether env or volume_size is allowed) and templates without a pool."),
 		inputSchema(objectSchema(nil, map[string]prop{
 			"namespace": namespaceOrAllProp(),
 		})),

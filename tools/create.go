@@ -44,29 +44,23 @@ type CreateResult struct {
 func createTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("create_sandbox",
 		mcp.WithToolTitle("Create a sandbox"),
-		mcp.WithDescription(fmt.Sprintf("Creates a new isolated sandbox from a warm pool and waits until it is ready. "+
-			"Returns sandbox_claim_name, which every other tool takes. The sandbox is deleted automatically "+
-			"after shutdown_after_seconds (default %d); call delete_sandbox when you are done.", defaultShutdownAfter)),
+		mcp.WithDescription("Creates a sandbox from a warm pool and waits until it is ready; returns sandbox_claim_name for the other tools. Call delete_sandbox when done."),
 		inputSchema(objectSchema([]string{"warmpool"}, map[string]prop{
 			"warmpool":               warmpoolProp(),
 			"namespace":              namespaceProp(),
-			"sandbox_ready_timeout":  intProp("Seconds to wait for the sandbox to become ready", minTimeout, maxTimeout, defaultReadyTimeout),
-			"labels":                 stringMapProp("Labels for the SandboxClaim (valid Kubernetes label keys and values)."),
+			"sandbox_ready_timeout":  intProp("Seconds to wait for ready", minTimeout, maxTimeout, defaultReadyTimeout),
+			"labels":                 stringMapProp("Labels for the SandboxClaim."),
 			"shutdown_after_seconds": d.shutdownProp(),
-			"pod_labels":             stringMapProp("Extra labels for the sandbox Pod; keys need an allowed domain prefix (by default sandbox.users.io/)."),
-			"pod_annotations":        stringMapProp("Extra annotations for the sandbox Pod."),
-			"env": withDescription(envProp(), "Environment variables of the sandbox itself (its first container), e.g. "+
-				"{\"PYTHONPATH\": \"/workspace\"}. Only where the pool's template allows it (list_sandbox_templates: "+
-				"env_overrides Allowed or Overrides), and the sandbox then starts fresh instead of coming ready-made from the "+
-				"pool, which takes longer. For one command, pass env to execute_command or start_process instead."),
+			"pod_labels":             stringMapProp("Pod labels; keys need an allowed prefix (default sandbox.users.io/)."),
+			"pod_annotations":        stringMapProp("Annotations for the sandbox Pod."),
+			"env": withDescription(envProp(), "Environment of the sandbox itself, where its template allows it (env_overrides); "+
+				"it then starts fresh (slower). For one command use execute_command's env."),
 			"image":  d.imageProp(),
 			"cpus":   d.cpusProp(),
 			"memory": d.memoryProp(),
 			"volume_size": prop{"type": "string", "minLength": 1, "maxLength": 32,
-				"description": fmt.Sprintf("Size of a persistent volume for the sandbox's workspace, a Kubernetes quantity such as \"2Gi\" "+
-					"(%s to %s). It replaces the template's %q volume, survives a restart of the sandbox's pod and is deleted "+
-					"with the sandbox; the answer's volume_path says where it is mounted. Like env, only where the template allows "+
-					"it (list_sandbox_templates: volumes Allowed or Overrides), and the sandbox starts fresh.", kube.MinVolumeSize, d.maxVolumeSizeText(), kube.WorkspaceVolume)},
+				"description": fmt.Sprintf("Persistent workspace volume size, e.g. \"2Gi\" (%s to %s), mounted at volume_path; "+
+					"it survives suspension. Like env: where the template allows it (volumes), with a fresh start.", kube.MinVolumeSize, d.maxVolumeSizeText())},
 			"request_id": requestIDProp(),
 		})),
 		outputSchema[CreateResult](),
@@ -177,9 +171,8 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 // the claim's name is a hash of it.
 func requestIDProp() prop {
 	return prop{"type": "string", "minLength": 1, "maxLength": maxRequestID, "pattern": requestIDPattern,
-		"description": fmt.Sprintf("Your own id for this create, e.g. a UUID (up to %d letters, digits, '.', '_', ':' or '-'). "+
-			"Creating again with the same request_id while that sandbox lives returns the same sandbox instead of a new one, "+
-			"from any session or server replica, even when the calls race: retry a create whose answer you lost with it.", maxRequestID)}
+		"description": "Your id for this create, e.g. a UUID: repeating it returns the same sandbox while it lives " +
+			"(to retry a create whose answer was lost)."}
 }
 
 // maxShutdownAfter is the largest shutdown_after_seconds: the operator's cap, else a ceiling
@@ -195,8 +188,7 @@ func (d Deps) maxShutdownAfter() int {
 // reads this server's rule and the schema check enforces it.
 func (d Deps) shutdownProp() prop {
 	p := prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(), "default": defaultShutdownAfter,
-		"description": fmt.Sprintf("Delete the sandbox automatically after this many seconds (1-%d, default %d).",
-			d.maxShutdownAfter(), defaultShutdownAfter)}
+		"description": "Seconds before automatic deletion."}
 	if d.AllowNoShutdown {
 		p["type"] = []string{"integer", "null"}
 		p["description"] = p["description"].(string) + " null disables the timeout."

@@ -98,6 +98,9 @@ type Deps struct {
 	// Selection is the operator's filter over the tool table (toolsets, read-only); the zero
 	// value lists every tool.
 	Selection Selection
+	// OutputSchemas declares each tool's output schema in tools/list
+	// (K8S_SANDBOX_OUTPUT_SCHEMAS). Off, results carry the same structuredContent undeclared.
+	OutputSchemas bool
 }
 
 // Pins are operator-fixed arguments; empty fields are the model's to choose.

@@ -49,21 +49,17 @@ type ReadFileResult struct {
 }
 
 func filePathProp() prop {
-	return pathProp("File path inside the sandbox, relative to its working directory (a leading / is relative to it too).")
+	return pathProp("")
 }
 
 func readFileTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("read_file",
 		mcp.WithToolTitle("Read lines of a text file"),
-		mcp.WithDescription(fmt.Sprintf("Returns lines of a text file in a sandbox with their line numbers (number, tab, text), "+
-			"from line offset, at most limit lines, and the file's total_lines; next_offset continues a read that stopped "+
-			"early. Lines over %d bytes are cut with a marker; a read stops after %d KiB of text. Any file size works: only "+
-			"these lines leave the sandbox. Binary files are refused (download_file with binary=true reads them).",
-			maxLineBytes, maxReadBytes>>10)),
+		mcp.WithDescription("Returns lines of a text file as number, tab, text from offset (at most limit), with total_lines and next_offset. Any file size works; binary files are refused (use download_file with binary=true)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "path": filePathProp(),
-			"offset":  intProp("First line to return, counting from 1", 1, 1<<31-1, 1),
-			"limit":   intProp("Most lines to return", 1, maxReadLines, defaultReadLines),
+			"offset":  intProp("First line, counting from 1", 1, 1<<31-1, 1),
+			"limit":   intProp("Most lines", 1, maxReadLines, defaultReadLines),
 			"timeout": timeoutProp(),
 		})),
 		outputSchema[ReadFileResult](),
@@ -128,16 +124,12 @@ type EditFileResult struct {
 func editFileTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("edit_file",
 		mcp.WithToolTitle("Edit a text file"),
-		mcp.WithDescription("Replaces old_text with new_text in a file in a sandbox. old_text must match exactly (whitespace and "+
-			"line breaks included) and only once, unless replace_all is true; otherwise nothing changes and the error says "+
-			"how many matches there are and where. The file is rewritten atomically inside the sandbox, keeping its mode. "+
-			"Returns the changed lines with their new line numbers. Copy old_text from read_file's text, without the line "+
-			"numbers. Needs python3 in the sandbox."),
+		mcp.WithDescription("Replaces old_text with new_text in a file. old_text must match exactly once (whitespace included) unless replace_all, or nothing changes and the error lists the matches. Copy it from read_file without line numbers. Returns the changed lines; needs python3 in the sandbox."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "old_text", "new_text"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "path": filePathProp(),
 			"old_text":    {"type": "string", "minLength": 1, "maxLength": maxCommandChars, "description": "Exact text to replace."},
-			"new_text":    {"type": "string", "maxLength": maxCommandChars, "description": "Text to put in its place (may be empty)."},
-			"replace_all": boolProp("Replace every occurrence instead of requiring exactly one."),
+			"new_text":    {"type": "string", "maxLength": maxCommandChars, "description": "Replacement (may be empty)."},
+			"replace_all": boolProp("Replace every occurrence."),
 			"timeout":     timeoutProp(),
 		})),
 		outputSchema[EditFileResult](),

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -68,22 +67,16 @@ func exitNote(code int) string {
 func execTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("execute_command",
 		mcp.WithToolTitle("Run a command in a sandbox"),
-		mcp.WithDescription("Runs a shell command (/bin/sh -c) inside a sandbox and returns exit_code, stdout and stderr. "+
-			"With args, command is run directly as a program with those arguments, without a shell. cwd and env set its "+
-			"working directory and add environment variables. stdin is closed: a program waiting for input ends at once "+
-			"(use start_process and write_process_stdin to type into one). Runs once, never retried; killed after timeout seconds. Output beyond max_output_chars keeps its beginning and end around "+
-			"'[... N characters omitted ...]'; *_truncated and *_total_chars say what was cut. To see more, raise "+
-			"max_output_chars (up to "+strconv.Itoa(output.MaxBudget)+"), filter the output (grep, head, tail, sed -n), or run it "+
-			"with save_full_output and page through stdout_file with read_file."),
+		mcp.WithDescription("Runs a shell command (/bin/sh -c), or with args a program without a shell, once, and returns exit_code, stdout and stderr. stdin is closed (use start_process to type into a program). Output over max_output_chars keeps its start and end: filter it (grep, tail), raise the budget, or read save_full_output's files."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "command"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"command": {"type": "string", "minLength": 1, "maxLength": maxCommandChars,
-				"description": "Shell command, e.g. \"cd src && make test 2>&1 | tail -50\". With args: the program to run."},
+				"description": "Shell command, e.g. \"make test 2>&1 | tail -50\"; with args, the program."},
 			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": maxArgv,
-				"description": "Optional argv after command; when given, no shell is involved."},
+				"description": "Arguments; then no shell is used."},
 			"cwd":              cwdProp(),
 			"env":              envProp(),
-			"save_full_output": boolProp("Also keep the complete stdout and stderr in files in the sandbox (stdout_file, stderr_file), to page through with read_file or search_files when the output is cut."),
+			"save_full_output": boolProp("Also keep all output in files (stdout_file, stderr_file) for read_file."),
 			"timeout":          runTimeoutProp(),
 			"max_output_chars": budgetProp(),
 		})),

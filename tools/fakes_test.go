@@ -291,8 +291,10 @@ type harness struct {
 func newHarness(t *testing.T, opts ...func(*Deps, *fakeClaims)) *harness {
 	t.Helper()
 	h := &harness{claims: newFakeClaims(), conn: &fakeConn{files: map[string][]byte{}}}
+	// Output schemas declared, so that WithOutputSchemaValidation checks every result the tests
+	// see against its schema (the golden list turns them off, as the default is).
 	d := Deps{Claims: h.claims, Conn: h.conn, DefaultNamespace: "default", Log: zerolog.Nop(),
-		Owner: func(context.Context) (string, error) { return testOwner, nil }}
+		Owner: func(context.Context) (string, error) { return testOwner, nil }, OutputSchemas: true}
 	for _, o := range opts {
 		o(&d, h.claims)
 	}

@@ -33,7 +33,7 @@ type DownloadResult struct {
 func fileSchema(extra map[string]prop, required ...string) map[string]prop {
 	props := map[string]prop{
 		"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-		"path":    pathProp("File path inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the working directory)."),
+		"path":    pathProp(""),
 		"timeout": timeoutProp(),
 	}
 	for k, v := range extra {
@@ -65,11 +65,10 @@ func (d Deps) onClaim(ctx context.Context, op string, ca claimArgs, timeout *int
 func uploadTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("upload_file",
 		mcp.WithToolTitle("Write a file into a sandbox"),
-		mcp.WithDescription("Writes content to a file inside a sandbox, creating parent directories and replacing an existing file. "+
-			"Pass text as is, or base64 with binary=true. Returns bytes_written."),
+		mcp.WithDescription("Writes a file (creating parents, replacing one that exists): text as is, or base64 with binary=true."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "content"}, fileSchema(map[string]prop{
-			"content": {"type": "string", "description": "File content: text, or base64 when binary is true."},
-			"binary":  boolProp("content is base64-encoded bytes (standard alphabet, padded)."),
+			"content": {"type": "string", "description": "Text, or base64 with binary."},
+			"binary":  boolProp("content is base64."),
 		}))),
 		outputSchema[UploadResult](),
 		hints(false, true, true),
@@ -100,10 +99,9 @@ func uploadTool(d Deps) server.ServerTool {
 func downloadTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("download_file",
 		mcp.WithToolTitle("Read a file from a sandbox"),
-		mcp.WithDescription("Reads a file from a sandbox. Text files come back as text; set binary=true for any other file "+
-			"(content is then base64). Returns content and bytes_read."),
+		mcp.WithDescription("Reads a file: text as is, or base64 with binary=true (for files that are not UTF-8 text)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
-			"binary": boolProp("return the content base64-encoded (needed for files that are not UTF-8 text)."),
+			"binary": boolProp("Return base64 (for files that are not UTF-8 text)."),
 		}))),
 		outputSchema[DownloadResult](),
 		hints(true, false, true),

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json and outputschemas.json")
@@ -17,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json and 
 // TestToolsGolden pins the whole tool surface (names, schemas, annotations) and the resource
 // templates as a client sees them over the wire. Rewrite with: go test ./tools -run Golden -update
 func TestToolsGolden(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.OutputSchemas = false })
 	ctx := context.Background()
 	tools, err := h.c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
@@ -61,7 +63,7 @@ func TestEveryTool(t *testing.T) {
 	destructive := map[string]bool{"delete_sandbox": true, "execute_command": true, "upload_file": true, "run_code": true,
 		"start_process": true, "signal_process": true, "edit_file": true, "move_path": true, "remove_path": true,
 		"upload_archive": true, "suspend_sandbox": true}
-	h := newHarness(t)
+	h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.OutputSchemas = false })
 	res, err := h.c.ListTools(context.Background(), mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,12 +73,9 @@ func TestEveryTool(t *testing.T) {
 	}
 	for _, tool := range res.Tools {
 		t.Run(tool.Name, func(t *testing.T) {
-			a := tool.Annotations
-			if a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil {
-				t.Fatalf("annotation hints not all set: %+v", a)
-			}
-			if *a.ReadOnlyHint != readOnly[tool.Name] || *a.DestructiveHint != destructive[tool.Name] || *a.OpenWorldHint {
-				t.Errorf("hints readOnly=%v destructive=%v openWorld=%v", *a.ReadOnlyHint, *a.DestructiveHint, *a.OpenWorldHint)
+			a := effectiveHints(tool.Annotations)
+			if a.readOnly != readOnly[tool.Name] || a.destructive != destructive[tool.Name] || a.openWorld {
+				t.Errorf("hints readOnly=%v destructive=%v openWorld=%v", a.readOnly, a.destructive, a.openWorld)
 			}
 			if tool.Title == "" || strings.TrimSpace(tool.Description) == "" {
 				t.Error("title or description missing")
@@ -101,8 +100,13 @@ func TestEveryTool(t *testing.T) {
 					t.Errorf("input schema has top-level %s, which many clients reject", k)
 				}
 			}
-			if wire.OutputSchema["type"] != "object" || wire.OutputSchema["properties"] == nil {
-				t.Errorf("no output schema")
+			if wire.OutputSchema != nil {
+				t.Errorf("an output schema at default settings (K8S_SANDBOX_OUTPUT_SCHEMAS is off)")
+			}
+			declared := All(Deps{OutputSchemas: true})
+			i := slices.IndexFunc(declared, func(st server.ServerTool) bool { return st.Tool.Name == tool.Name })
+			if raw, _ := json.Marshal(declared[i].Tool); !strings.Contains(string(raw), `"outputSchema":{`) {
+				t.Errorf("no output schema with K8S_SANDBOX_OUTPUT_SCHEMAS")
 			}
 			if !strings.Contains(string(readme), "`"+tool.Name+"`") {
 				t.Errorf("README does not document %s", tool.Name)

@@ -17,7 +17,7 @@ type DeleteResult struct {
 func deleteTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("delete_sandbox",
 		mcp.WithToolTitle("Delete a sandbox"),
-		mcp.WithDescription("Deletes a sandbox claim and with it the sandbox, its pod and every file in it. Call it when you are done."),
+		mcp.WithDescription("Deletes a sandbox, its pod and its files. Call it when done."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
@@ -55,8 +55,7 @@ type StatusResult struct {
 func statusTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("get_sandbox_status",
 		mcp.WithToolTitle("Get sandbox status"),
-		mcp.WithDescription("Reports whether a sandbox is ready, from its Kubernetes Ready condition: status is SandboxReady, SandboxNotReady, "+
-			"SandboxSuspended (suspend_sandbox stopped it; resume_sandbox starts it again) or SandboxNotFound."),
+		mcp.WithDescription("Whether a sandbox is ready: SandboxReady, SandboxNotReady, SandboxSuspended (resume_sandbox starts it) or SandboxNotFound."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),

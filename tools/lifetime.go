@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -24,12 +23,11 @@ type ExtendResult struct {
 func extendTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("extend_sandbox",
 		mcp.WithToolTitle("Extend a sandbox's lifetime"),
-		mcp.WithDescription("Moves the sandbox's automatic deletion to shutdown_after_seconds from now, which also becomes the "+
-			"window that use renews. Call it before a long task or a pause longer than that window."),
+		mcp.WithDescription("Moves the sandbox's automatic deletion to shutdown_after_seconds from now (also its renewal window). Call it before a long task or pause."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "shutdown_after_seconds"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"shutdown_after_seconds": prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(),
-				"description": fmt.Sprintf("Seconds from now (1-%d).", d.maxShutdownAfter())},
+				"description": "Seconds from now."},
 		})),
 		outputSchema[ExtendResult](),
 		hints(false, false, true),

@@ -29,12 +29,10 @@ type ExistsResult struct {
 func listTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("list_files",
 		mcp.WithToolTitle("List a directory in a sandbox"),
-		mcp.WithDescription("Lists a directory inside a sandbox: each entry has name, size, type (file or directory) and mod_time "+
-			"(POSIX seconds). At most max_entries entries come back; when truncated is true, narrow the path or use "+
-			"execute_command (e.g. `ls DIR | grep PATTERN`)."),
+		mcp.WithDescription("Lists a directory: name, size, type and mod_time of each entry."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
-			"path":        pathProp("Directory path inside the sandbox (\".\" or \"/\" for its working directory)."),
-			"max_entries": intProp("Most entries to return", 1, maxMaxEntries, defaultMaxEntries),
+			"path":        pathProp(""),
+			"max_entries": intProp("Most entries", 1, maxMaxEntries, defaultMaxEntries),
 		}))),
 		outputSchema[ListResult](),
 		hints(true, false, true),
@@ -63,7 +61,7 @@ func listTool(d Deps) server.ServerTool {
 func existsTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("file_exists",
 		mcp.WithToolTitle("Check a path in a sandbox"),
-		mcp.WithDescription("Checks whether a file or directory exists inside a sandbox. A missing path is exists=false, not an error."),
+		mcp.WithDescription("Whether a path exists (exists=false when missing, not an error)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(nil))),
 		outputSchema[ExistsResult](),
 		hints(true, false, true),

@@ -3,7 +3,6 @@ package tools
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -63,12 +62,7 @@ type MetricsResult struct {
 func metricsTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("get_sandbox_metrics",
 		mcp.WithToolTitle("Sandbox metrics"),
-		mcp.WithDescription(fmt.Sprintf("Reports what your sandboxes consume: running, age, shutdown time, CPU (millicores and "+
-			"percent of the limit), memory (working set), limits, and disk use of the working directory. One sandbox with "+
-			"sandbox_claim_name, or all of yours in namespace (%q: every namespace this server may use). CPU and memory come "+
-			"from the cluster's metrics API; when it has none, they are read inside the sandbox over %d s and marked so. "+
-			"metrics-server figures are averages over its last scrape (about 15 s), so a burst shows with a delay.",
-			allNamespaces, usage.SampleSeconds)),
+		mcp.WithDescription("CPU, memory, limits, disk use, age and shutdown time of a sandbox, or of all yours in namespace; from the metrics API (about 15 s behind) or sampled in the sandbox."),
 		inputSchema(objectSchema(nil, map[string]prop{
 			"sandbox_claim_name": optionalClaimProp(),
 			"namespace":          namespaceOrAllProp(),

@@ -38,17 +38,14 @@ type SearchResult struct {
 func searchFilesTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("search_files",
 		mcp.WithToolTitle("Search files in a sandbox"),
-		mcp.WithDescription("Searches a directory tree in a sandbox: with pattern, the lines matching that regular expression "+
-			"(POSIX extended, as grep -E) as path:line:text, in files whose name matches glob when given; with glob alone, the "+
-			"files whose name (or, with a /, path) matches it. Binary files and .git are skipped. Returns at most max_results "+
-			"and the total count; narrow the pattern, glob or path when truncated."),
+		mcp.WithDescription("Searches a tree: with pattern, matching lines (grep -E) as path:line:text, in files matching glob if given; with glob alone, matching files (a glob with / matches paths). Skips binary files and .git."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"path":        pathProp("Directory to search (default \".\", the working directory)."),
-			"pattern":     {"type": "string", "maxLength": 4096, "description": "Regular expression, e.g. \"func [A-Z][a-zA-Z]*\\\\(\"."},
-			"glob":        {"type": "string", "maxLength": 1024, "pattern": noControl, "description": "File name pattern, e.g. \"*.go\" or \"src/*/test_*.py\"."},
-			"ignore_case": boolProp("Match letters regardless of case."),
-			"max_results": intProp("Most results to return", 1, maxMaxResults, defaultMaxResults),
+			"path":        pathProp("Directory to search (default \".\")."),
+			"pattern":     {"type": "string", "maxLength": 4096, "description": "Regular expression (grep -E)."},
+			"glob":        {"type": "string", "maxLength": 1024, "pattern": noControl, "description": "File name pattern, e.g. \"*.go\"."},
+			"ignore_case": boolProp("Ignore case."),
+			"max_results": intProp("Most results", 1, maxMaxResults, defaultMaxResults),
 			"timeout":     timeoutProp(),
 		})),
 		outputSchema[SearchResult](),
@@ -126,9 +123,8 @@ func pathTool(d Deps, name, title, desc, op string, extra map[string]prop, requi
 }
 
 func makeDirectoryTool(d Deps) server.ServerTool {
-	return pathTool(d, "make_directory", "Create a directory", "Creates a directory in a sandbox, with any missing parents; "+
-		"an existing directory is fine.", "create the directory",
-		map[string]prop{"path": pathProp("Directory to create, relative to the sandbox's working directory.")}, []string{"path"},
+	return pathTool(d, "make_directory", "Create a directory", "Creates a directory and any missing parents; an existing directory is fine.", "create the directory",
+		map[string]prop{"path": pathProp("")}, []string{"path"},
 		false, false, true,
 		func(ctx context.Context, fs workspace.FS, t conn.Target, a pathArgs) (string, error) {
 			return a.Path, fs.MakeDir(ctx, t, a.Path)
@@ -136,13 +132,12 @@ func makeDirectoryTool(d Deps) server.ServerTool {
 }
 
 func movePathTool(d Deps) server.ServerTool {
-	return pathTool(d, "move_path", "Move or rename a file or directory", "Moves or renames a file, directory or link in a sandbox "+
-		"to destination (the new path, not a directory to move into), creating destination's parents. An existing destination "+
-		"is replaced only with overwrite: true.", "move the path",
+	return pathTool(d, "move_path", "Move or rename a file or directory", "Moves or renames a path to destination (the new path itself, not a directory to move into), creating "+
+		"its parents; an existing destination is replaced only with overwrite.", "move the path",
 		map[string]prop{
-			"path":        pathProp("File or directory to move, relative to the sandbox's working directory."),
-			"destination": pathProp("Its new path."),
-			"overwrite":   boolProp("Replace destination if it exists."),
+			"path":        pathProp("Path to move."),
+			"destination": pathProp("New path."),
+			"overwrite":   boolProp("Replace an existing destination."),
 		}, []string{"path", "destination"},
 		false, true, false,
 		func(ctx context.Context, fs workspace.FS, t conn.Target, a pathArgs) (string, error) {
@@ -151,12 +146,11 @@ func movePathTool(d Deps) server.ServerTool {
 }
 
 func removePathTool(d Deps) server.ServerTool {
-	return pathTool(d, "remove_path", "Delete a file or directory", "Deletes a file, link (not what it points to) or empty "+
-		"directory in a sandbox; a directory with content only with recursive: true. The working directory itself cannot be "+
-		"removed. There is no undo.", "remove the path",
+	return pathTool(d, "remove_path", "Delete a file or directory", "Deletes a file, link (not its target) or empty directory; a directory with content only "+
+		"with recursive. There is no undo.", "remove the path",
 		map[string]prop{
-			"path":      pathProp("File or directory to delete, relative to the sandbox's working directory."),
-			"recursive": boolProp("Delete a directory with everything in it."),
+			"path":      pathProp(""),
+			"recursive": boolProp("Delete a directory and its content."),
 		}, []string{"path"},
 		false, true, true,
 		func(ctx context.Context, fs workspace.FS, t conn.Target, a pathArgs) (string, error) {

@@ -28,20 +28,15 @@ type UnexposeResult struct {
 }
 
 func portProp(lead string) prop {
-	return prop{"type": "integer", "minimum": 1, "maximum": 65535, "description": lead + " (1-65535)."}
+	return prop{"type": "integer", "minimum": 1, "maximum": 65535, "description": lead + "."}
 }
 
 func exposeTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("expose_port",
 		mcp.WithToolTitle("Expose a sandbox port"),
-		mcp.WithDescription("Returns a URL that reaches a TCP port of the sandbox (a web app or API you started there with "+
-			"start_process) through this server, for HTTP, streaming and WebSocket. The program must listen on 0.0.0.0 "+
-			"(not only 127.0.0.1). Over HTTP the URL is a path under this server and needs the same credentials as the MCP "+
-			"endpoint, so links must be relative; over stdio it is a port on 127.0.0.1 of this machine. It ends with "+
-			"unexpose_port or when the sandbox is deleted. Calling it again gives a new URL; the earlier ones keep working "+
-			"until unexpose_port. The sandbox runtime's own ports, which this server drives, are refused."),
+		mcp.WithDescription("Returns a URL to a TCP port of the sandbox (HTTP, streaming, WebSocket); the program must listen on 0.0.0.0. Over HTTP it is under this server with the same credentials (use relative links); over stdio, on 127.0.0.1. It lasts until unexpose_port."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "port"}, map[string]prop{
-			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port the program listens on in the sandbox"),
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port the program listens on"),
 		})),
 		outputSchema[ExposeResult](),
 		hints(false, false, true),
@@ -63,9 +58,9 @@ func exposeTool(d Deps) server.ServerTool {
 func unexposeTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("unexpose_port",
 		mcp.WithToolTitle("Stop exposing a sandbox port"),
-		mcp.WithDescription("Ends the URL expose_port gave for a port of the sandbox (leave port out for all of its ports)."),
+		mcp.WithDescription("Ends expose_port's URLs for a port, or for all its ports when port is left out."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
-			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port to stop exposing; all when left out"),
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port; every port when left out"),
 		})),
 		outputSchema[UnexposeResult](),
 		hints(false, false, true),

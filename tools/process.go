@@ -23,7 +23,7 @@ const maxWaitSeconds = int((conn.PyRuntimeExecLimit - time.Minute) / time.Second
 
 func processIDProp() prop {
 	return prop{"type": "string", "minLength": 1, "maxLength": 63, "pattern": `^[a-z0-9][a-z0-9-]*$`,
-		"description": "process_id returned by start_process (list_processes shows them all)."}
+		"description": "From start_process."}
 }
 
 type startArgs struct {
@@ -55,22 +55,16 @@ func processInfo(in proc.Info) ProcessInfo {
 func startProcessTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("start_process",
 		mcp.WithToolTitle("Start a long-running process in a sandbox"),
-		mcp.WithDescription("Starts a command in the background inside a sandbox and returns at once with a process_id: "+
-			"for dev servers, watchers, long builds and test runs, and interactive programs. It runs in its own process "+
-			"group, detached from this call, until it exits, is signalled (signal_process) or the sandbox is deleted. "+
-			"Its stdout and stderr are kept in the sandbox (the oldest output is dropped beyond the operator's cap); "+
-			"read them with read_process_output, type into it with write_process_stdin. command is run by /bin/sh -c; "+
-			"with args, command is the program and args its arguments, without a shell. Programs that buffer output "+
-			"when it is not a terminal (python: use -u or PYTHONUNBUFFERED=1) show it late."),
+		mcp.WithDescription("Starts a command in the background and returns its process_id at once (servers, watchers, long builds, interactive programs); it runs until it exits, is signalled or the sandbox goes. read_process_output reads its output, write_process_stdin types into it. Shell or args as in execute_command. Use python -u, or output shows late."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "command"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"command": {"type": "string", "minLength": 1, "maxLength": maxCommandChars,
-				"description": "Shell command, e.g. \"python3 -m http.server 8000\". With args: the program to run."},
+				"description": "Shell command, e.g. \"python3 -m http.server 8000\"; with args, the program."},
 			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": maxArgv,
-				"description": "Optional argv after command; when given, no shell is involved."},
+				"description": "Arguments; then no shell is used."},
 			"cwd":  cwdProp(),
 			"env":  envProp(),
-			"name": {"type": "string", "maxLength": 100, "pattern": noControl, "description": "Optional label shown by list_processes."},
+			"name": {"type": "string", "maxLength": 100, "pattern": noControl, "description": "Label for list_processes."},
 		})),
 		outputSchema[ProcessInfo](),
 		hints(false, true, false),
@@ -117,8 +111,7 @@ type ProcessList struct {
 func listProcessesTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("list_processes",
 		mcp.WithToolTitle("List a sandbox's processes"),
-		mcp.WithDescription("Lists the processes start_process started in a sandbox, oldest first: process_id, name, command, "+
-			"start time, whether each still runs and how ended ones exited."),
+		mcp.WithDescription("Lists the start_process processes: process_id, name, command, start time, running or how it exited."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
@@ -163,9 +156,7 @@ type SignalResult struct {
 func signalProcessTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("signal_process",
 		mcp.WithToolTitle("Signal a process"),
-		mcp.WithDescription("Sends a signal to a start_process process and every process in its group: TERM (the default) "+
-			"asks it to stop, INT is Ctrl-C, HUP asks many servers to reload, KILL stops it at once. Then read_process_output "+
-			"(wait_seconds) shows how it ended."),
+		mcp.WithDescription("Signals a start_process process and its group: TERM asks it to stop, INT is Ctrl-C, HUP reloads many servers, KILL kills at once."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "process_id"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "process_id": processIDProp(),
 			"signal": {"type": "string", "enum": proc.Signals, "default": "TERM", "description": "Signal to send."},

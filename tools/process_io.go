@@ -48,27 +48,22 @@ type ProcessOutput struct {
 }
 
 func offsetProp(stream string) prop {
-	return prop{"type": "integer", "minimum": 0, "maximum": int64(1) << 50, "default": 0,
-		"description": "Bytes of " + stream + " already seen (next." + stream + " of the previous call)."}
+	return prop{"type": "integer", "minimum": 0, "maximum": int64(1) << 50, "default": 0}
 }
 
 func readProcessTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("read_process_output",
 		mcp.WithToolTitle("Read a process's output"),
-		mcp.WithDescription("Returns a start_process process's output after since (the next offsets of your previous call; omit "+
-			"it to read from the start), whether it still runs and its exit_code once ended. New output beyond "+
-			"max_output_chars keeps its beginning and end like execute_command; with page: true it is read in order "+
-			"from since instead, one budget at a time, so a long log can be read page by page. wait_seconds waits for "+
-			"new output or the end of the process before answering."),
+		mcp.WithDescription("Returns a start_process process's output after since (omit it: from the start), whether it runs, and exit_code once ended. Output over max_output_chars keeps start and end; page=true reads forward instead. wait_seconds waits for output or the end."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "process_id"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "process_id": processIDProp(),
 			"since": {"type": "object", "additionalProperties": false,
 				"properties":  map[string]prop{"stdout": offsetProp("stdout"), "stderr": offsetProp("stderr")},
-				"description": "Offsets already seen: {\"stdout\": N, \"stderr\": M}, as returned in next."},
+				"description": "Offsets already read, as returned in next."},
 			"max_output_chars": budgetProp(),
-			"wait_seconds": intProp("Seconds to wait for new output or the process's end when there is none yet",
+			"wait_seconds": intProp("Seconds to wait for new output or the end",
 				0, maxWaitSeconds, 0),
-			"page": boolProp("Read forward from since without skipping: next continues where this page stopped."),
+			"page": boolProp("Read forward from since without skipping."),
 		})),
 		outputSchema[ProcessOutput](),
 		hints(true, false, true),
@@ -147,14 +142,12 @@ type StdinResult struct {
 func writeProcessTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("write_process_stdin",
 		mcp.WithToolTitle("Type into a process"),
-		mcp.WithDescription(fmt.Sprintf("Writes to the stdin of a start_process process: text as is (add \"\\n\" to end a line) "+
-			"or base64 for bytes, at most %d bytes per call; close: true then closes its stdin (end of input, like Ctrl-D). "+
-			"Read the reply with read_process_output (wait_seconds).", proc.MaxStdinBytes)),
+		mcp.WithDescription("Writes text (end a line with \"\\n\") or base64 bytes to a start_process process's stdin; close=true then ends its input (Ctrl-D)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "process_id"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "process_id": processIDProp(),
-			"text":   {"type": "string", "maxLength": proc.MaxStdinBytes, "description": "Text to write (UTF-8)."},
-			"base64": {"type": "string", "maxLength": (proc.MaxStdinBytes + 2) / 3 * 4, "description": "Bytes to write, base64-encoded (instead of text)."},
-			"close":  boolProp("Close stdin after writing (the process then reads end of input)."),
+			"text":   {"type": "string", "maxLength": proc.MaxStdinBytes, "description": "Text to write."},
+			"base64": {"type": "string", "maxLength": (proc.MaxStdinBytes + 2) / 3 * 4, "description": "Bytes in base64, instead of text."},
+			"close":  boolProp("Close stdin after writing."),
 		})),
 		outputSchema[StdinResult](),
 		hints(false, false, false),

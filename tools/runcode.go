@@ -32,13 +32,11 @@ type runCodeArgs struct {
 func runCodeTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("run_code",
 		mcp.WithToolTitle("Run a program in a sandbox"),
-		mcp.WithDescription("Runs a program written in python, nodejs, bash or sh inside a sandbox (the interpreter must be "+
-			"installed in it) and returns exit_code, stdout and stderr with the same budget and truncation fields as "+
-			"execute_command. The code is passed to the interpreter as is: no shell quoting is needed."),
+		mcp.WithDescription("Runs python, nodejs, bash or sh code (the interpreter must be in the sandbox; no shell quoting) and returns exit_code, stdout and stderr like execute_command."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "code", "language"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"code":             {"type": "string", "minLength": 1, "maxLength": maxCommandChars, "description": "The program's source."},
-			"language":         {"type": "string", "enum": languages(), "description": "Interpreter to run it with."},
+			"code":             {"type": "string", "minLength": 1, "maxLength": maxCommandChars, "description": "Source code."},
+			"language":         {"type": "string", "enum": languages(), "description": "Interpreter."},
 			"timeout":          runTimeoutProp(),
 			"max_output_chars": budgetProp(),
 		})),

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -44,10 +43,7 @@ type ListSandboxesResult struct {
 func listSandboxesTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("list_sandboxes",
 		mcp.WithToolTitle("List your sandboxes"),
-		mcp.WithDescription(fmt.Sprintf("Lists the sandboxes you own in namespace (%q: every namespace this server may use), "+
-			"whichever session, server restart or server replica created them: claim name, ready, running or suspended, "+
-			"created time and age, shutdown time, warm pool, labels and request_id. Pass a sandbox_claim_name from here to "+
-			"the other tools to keep using it.", allNamespaces)),
+		mcp.WithDescription("Lists your sandboxes from any session, restart or replica: name, state, age, shutdown time, pool, labels, request_id."),
 		inputSchema(objectSchema(nil, map[string]prop{"namespace": namespaceOrAllProp()})),
 		outputSchema[ListSandboxesResult](),
 		hints(true, false, true),

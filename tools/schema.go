@@ -71,10 +71,14 @@ var defaultReadyTimeout = int(kube.DefaultReadyTimeout.Seconds())
 // Formats name Kubernetes' own rules (apimachinery's validation) in the schemas; args.go
 // checks them with the same functions the API server uses.
 const (
-	formatNamespace  = "kubernetes-namespace"   // a DNS-1123 label
-	formatObjectName = "kubernetes-object-name" // a DNS-1123 subdomain
+	formatNamespace  = "k8s-namespace" // a DNS-1123 label
+	formatObjectName = "k8s-name"      // a DNS-1123 subdomain
 	// formatNamespaceOrAll is formatNamespace or allNamespaces.
-	formatNamespaceOrAll = "kubernetes-namespace-or-all"
+	formatNamespaceOrAll = "k8s-namespace-or-all"
+	// formatPath is a path in the sandbox: 1 to maxPathChars characters, no control characters
+	// (noControl). One format in place of minLength, maxLength and pattern on every path
+	// argument: the same check, a fifth of the bytes in each schema.
+	formatPath = "sandbox-path"
 )
 
 // allNamespaces as a namespace argument means every namespace the operator allowed.
@@ -104,8 +108,10 @@ func sharedArgsText(pinned bool) string {
 		"working directory); timeout and *_seconds are in seconds, within the bounds their schemas give."
 }
 
+// The Kubernetes name formats own their lengths too (apimachinery's checks include them), so
+// the schemas carry no minLength or maxLength beside them.
 func claimProp() prop {
-	return prop{"type": "string", "minLength": 1, "maxLength": validation.DNS1123SubdomainMaxLength, "format": formatObjectName}
+	return prop{"type": "string", "format": formatObjectName}
 }
 
 // withDescription is p with another description.
@@ -120,28 +126,28 @@ func withDescription(p prop, description string) prop {
 
 // optionalClaimProp is claimProp where leaving it out means every sandbox of the caller.
 func optionalClaimProp() prop {
-	return withDescription(claimProp(), "Claim name returned by create_sandbox (sandbox_claim_name); leave it out for all your sandboxes in namespace.")
+	return withDescription(claimProp(), "Leave it out for all yours.")
 }
 
 func namespaceProp() prop {
-	return prop{"type": "string", "maxLength": validation.DNS1123LabelMaxLength, "format": formatNamespace}
+	return prop{"type": "string", "format": formatNamespace}
 }
 
 // namespaceOrAllProp is a namespace argument of a tool that can also look across the allowlist.
 func namespaceOrAllProp() prop {
-	return prop{"type": "string", "maxLength": validation.DNS1123LabelMaxLength, "format": formatNamespaceOrAll,
-		"description": fmt.Sprintf("Namespace to look in (default: the server's), or %q for every namespace the server may use.", allNamespaces)}
+	return prop{"type": "string", "format": formatNamespaceOrAll,
+		"description": fmt.Sprintf("Namespace, or %q for all allowed.", allNamespaces)}
 }
 
 func warmpoolProp() prop {
-	return prop{"type": "string", "minLength": 1, "maxLength": validation.DNS1123SubdomainMaxLength, "format": formatObjectName,
-		"description": "Name of the SandboxWarmPool to claim a sandbox from: a Kubernetes object name (lowercase letters, digits, '-' and '.')."}
+	return prop{"type": "string", "format": formatObjectName,
+		"description": "SandboxWarmPool to claim from (list_sandbox_templates lists them)."}
 }
 
-// intProp is a bounded integer whose description states its bounds and default.
+// intProp is a bounded integer. Its bounds and default are the schema's keywords, which models
+// read; the description does not say them again, and a range error quotes them (rangeSentence).
 func intProp(lead string, min, max, def int) prop {
-	return prop{"type": "integer", "minimum": min, "maximum": max, "default": def,
-		"description": fmt.Sprintf("%s (%d-%d, default %d).", lead, min, max, def)}
+	return prop{"type": "integer", "minimum": min, "maximum": max, "default": def, "description": lead + "."}
 }
 
 // timeoutProp is a shared argument (sharedArgsText): bounds and default only.
@@ -153,23 +159,39 @@ func timeoutProp() prop {
 // runtime's own limit.
 func runTimeoutProp() prop {
 	p := timeoutProp()
-	p["description"] = sharedArgRules["timeout"] + fmt.Sprintf(" On the python runtime (gateway, direct and in-cluster "+
-		"connections) the runtime itself ends a command after %d s unless its operator raised that limit.", int(conn.PyRuntimeExecLimit.Seconds()))
+	p["description"] = sharedArgRules["timeout"] + fmt.Sprintf(" The python runtime also ends a command after %d s.",
+		int(conn.PyRuntimeExecLimit.Seconds()))
 	return p
 }
 
+// pathProp is a path argument; what, when not "", says which path it is beyond the shared rule
+// the instructions give (sharedArgsText).
 func pathProp(what string) prop {
-	return prop{"type": "string", "minLength": 1, "maxLength": maxPathChars, "pattern": noControl,
-		"description": what + " No control characters."}
+	p := prop{"type": "string", "format": formatPath}
+	if what != "" {
+		p["description"] = what
+	}
+	return p
+}
+
+// patternRules say in words what a pattern wants, for the message of a value that breaks it.
+var patternRules = map[string]string{
+	requestIDPattern: fmt.Sprintf("Use up to %d letters, digits, '.', '_', ':' or '-'.", maxRequestID),
+}
+
+// formatRules say in words what a format wants, for the message of a value that breaks it.
+var formatRules = map[string]string{
+	formatPath:       fmt.Sprintf("A path of 1 to %d characters, without control characters.", maxPathChars),
+	formatObjectName: fmt.Sprintf("A Kubernetes object name: lowercase letters, digits, '-' and '.', at most %d characters.", validation.DNS1123SubdomainMaxLength),
 }
 
 func cwdProp() prop {
-	return pathProp("Working directory, relative to the sandbox's working directory or absolute; it must exist.")
+	return pathProp("Working directory (must exist).")
 }
 
 func envProp() prop {
 	return prop{"type": "object", "maxProperties": maxEnvVars, "additionalProperties": prop{"type": "string"},
-		"description": "Environment variables to add, e.g. {\"PORT\": \"8000\"}. Names: letters, digits and '_', not starting with a digit."}
+		"description": "Variables to add, e.g. {\"PORT\": \"8000\"}."}
 }
 
 // checkEnv refuses a variable name no shell can export.
@@ -187,11 +209,11 @@ func stringMapProp(desc string) prop {
 }
 
 func boolProp(desc string) prop {
-	return prop{"type": "boolean", "default": false, "description": desc}
+	return prop{"type": "boolean", "description": desc} // false when left out, as a model assumes
 }
 
 func budgetProp() prop {
-	return intProp("Combined stdout+stderr character budget, including omission markers", output.MinBudget, output.MaxBudget, output.DefaultBudget)
+	return intProp("stdout+stderr character budget", output.MinBudget, output.MaxBudget, output.DefaultBudget)
 }
 
 // intArg reads an optional integer argument the schema has already bounded.
@@ -202,13 +224,43 @@ func intArg(v *int, def int) int {
 	return *v
 }
 
-// hints sets all four annotation hints, as every tool must (mcp.NewTool's defaults claim
-// destructive and open-world). No tool reaches beyond the cluster, so openWorld is false.
+// hints sets the annotation hints that differ from the MCP spec's defaults (readOnly false,
+// destructive true, idempotent false, openWorld true), which mean the same to a client and cost
+// every tool/list nothing (they were 2.7 KB spelled out). destructive and idempotent only mean
+// something for a tool that is not read-only, as the spec says. No tool reaches beyond the
+// cluster, so openWorld is false on every tool. effectiveHints reads them back.
 func hints(readOnly, destructive, idempotent bool) mcp.ToolOption {
 	return func(t *mcp.Tool) {
-		t.Annotations.ReadOnlyHint = mcp.ToBoolPtr(readOnly)
-		t.Annotations.DestructiveHint = mcp.ToBoolPtr(destructive)
-		t.Annotations.IdempotentHint = mcp.ToBoolPtr(idempotent)
-		t.Annotations.OpenWorldHint = mcp.ToBoolPtr(false)
+		a := &t.Annotations
+		a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint = nil, nil, nil
+		a.OpenWorldHint = mcp.ToBoolPtr(false)
+		if readOnly {
+			a.ReadOnlyHint = mcp.ToBoolPtr(true)
+			return
+		}
+		if !destructive {
+			a.DestructiveHint = mcp.ToBoolPtr(false)
+		}
+		if idempotent {
+			a.IdempotentHint = mcp.ToBoolPtr(true)
+		}
 	}
+}
+
+// toolHints are a tool's annotation hints with the spec's defaults applied.
+type toolHints struct{ readOnly, destructive, idempotent, openWorld bool }
+
+func effectiveHints(a mcp.ToolAnnotation) toolHints {
+	or := func(p *bool, def bool) bool {
+		if p == nil {
+			return def
+		}
+		return *p
+	}
+	h := toolHints{readOnly: or(a.ReadOnlyHint, false), destructive: or(a.DestructiveHint, true),
+		idempotent: or(a.IdempotentHint, false), openWorld: or(a.OpenWorldHint, true)}
+	if h.readOnly {
+		h.destructive = false // a tool that changes nothing destroys nothing
+	}
+	return h
 }

@@ -29,6 +29,11 @@ func All(d Deps) []server.ServerTool {
 	for i := range all {
 		w := d.withheldArgs(all[i].Tool.Name)
 		all[i] = validated(withhold(all[i], w), w)
+		if !d.OutputSchemas {
+			// MCP makes them optional and models do not read them; declared, they were 16 KB
+			// of every tools/list. The types stay their one owner (outputschema.go).
+			all[i].Tool.RawOutputSchema, all[i].Tool.OutputSchema = nil, mcp.ToolOutputSchema{}
+		}
 	}
 	return d.Selection.filter(all)
 }

@@ -56,8 +56,7 @@ type ResumeResult struct {
 func suspendTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("suspend_sandbox",
 		mcp.WithToolTitle("Suspend a sandbox"),
-		mcp.WithDescription("Stops a sandbox's pod, so that it uses no CPU or memory, and keeps the sandbox and its persistent "+
-			"volume for resume_sandbox. "+suspendLoses+" Waits until the pod is gone (about half a minute)."),
+		mcp.WithDescription("Deletes the sandbox's pod (no CPU or memory used) and keeps the sandbox for resume_sandbox. Processes end; only files on its persistent volume (create_sandbox's volume_size) survive."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
@@ -103,13 +102,11 @@ type resumeArgs struct {
 func resumeTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("resume_sandbox",
 		mcp.WithToolTitle("Resume a suspended sandbox"),
-		mcp.WithDescription("Starts a new pod for a sandbox that suspend_sandbox stopped and waits until it is ready; the files on "+
-			"its persistent volume are there again, nothing else from before the suspension is. On a running sandbox it just "+
-			"waits for it to be ready."),
+		mcp.WithDescription("Starts a suspended sandbox again and waits until it is ready; only files on its persistent volume survived."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name":    claimProp(),
 			"namespace":             namespaceProp(),
-			"sandbox_ready_timeout": intProp("Seconds to wait for the sandbox to become ready", minTimeout, maxTimeout, defaultReadyTimeout),
+			"sandbox_ready_timeout": intProp("Seconds to wait for ready", minTimeout, maxTimeout, defaultReadyTimeout),
 		})),
 		outputSchema[ResumeResult](),
 		hints(false, false, true),

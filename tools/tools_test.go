@@ -35,17 +35,14 @@ func TestBadInput(t *testing.T) {
 		budgetRange     = "max_output_chars must be between 128 and 300000, got %d. Pass a value in that range, or leave max_output_chars out for the default (30000)."
 		entriesRange    = "max_entries must be between 1 and 10000, got %d. Pass a value in that range, or leave max_entries out for the default (1000)."
 		nsRule          = "Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters. Defaults to the server's current namespace."
-		nsOrAllRule     = "Namespace to look in (default: the server's), or \"*\" for every namespace the server may use."
-		poolRule        = "Name of the SandboxWarmPool to claim a sandbox from: a Kubernetes object name (lowercase letters, digits, '-' and '.')."
+		nsOrAllRule     = "Namespace, or \"*\" for all allowed."
+		poolRule        = "A Kubernetes object name: lowercase letters, digits, '-' and '.', at most 253 characters."
 		claimRule       = "Claim name returned by create_sandbox (sandbox_claim_name)."
-		pathRule        = "File path inside the sandbox, relative to its working directory (a leading / is relative to it too; \".\" is the working directory). No control characters."
+		pathRule        = "A path of 1 to 4096 characters, without control characters."
 		notFound        = `Sandbox claim %q is not found in namespace "ns1". It may have been deleted or expired (shutdown_after_seconds); list_sandboxes lists your sandboxes; create_sandbox makes a new one.`
-		execTimeoutRule = "Seconds to wait (1-600, default 60). On the python runtime (gateway, direct and in-cluster " +
-			"connections) the runtime itself ends a command after 300 s unless its operator raised that limit."
-		requestRule = "Your own id for this create, e.g. a UUID (up to 64 letters, digits, '.', '_', ':' or '-'). Creating again with the same " +
-			"request_id while that sandbox lives returns the same sandbox instead of a new one, from any session or server replica, even when " +
-			"the calls race: retry a create whose answer you lost with it."
-		shutdownMax = "shutdown_after_seconds must be between 1 and 31536000 seconds, got %s. Pass a value in that range, or leave shutdown_after_seconds out for the default (300)."
+		execTimeoutRule = "Seconds to wait. The python runtime also ends a command after 300 s."
+		requestRule     = "Your id for this create, e.g. a UUID: repeating it returns the same sandbox while it lives (to retry a create whose answer was lost)."
+		shutdownMax     = "shutdown_after_seconds must be between 1 and 31536000 seconds, got %s. Pass a value in that range, or leave shutdown_after_seconds out for the default (300)."
 	)
 	f := fmt.Sprintf
 	tests := []struct {
@@ -62,9 +59,9 @@ func TestBadInput(t *testing.T) {
 		{"exec budget high", "execute_command", with(map[string]any{"command": "true", "max_output_chars": 300001}), f(budgetRange, 300001)},
 		{"exec blank command", "execute_command", with(map[string]any{"command": "   "}), "command is required and must not be blank"},
 		{"exec empty command", "execute_command", with(map[string]any{"command": ""}),
-			`command must not be empty. Shell command, e.g. "cd src && make test 2>&1 | tail -50". With args: the program to run.`},
+			`command must not be empty. Shell command, e.g. "make test 2>&1 | tail -50"; with args, the program.`},
 		{"exec no command", "execute_command", owned,
-			`command is required. Shell command, e.g. "cd src && make test 2>&1 | tail -50". With args: the program to run.`},
+			`command is required. Shell command, e.g. "make test 2>&1 | tail -50"; with args, the program.`},
 		{"exec timeout string", "execute_command", with(map[string]any{"command": "true", "timeout": "ten"}),
 			"timeout must be an integer, got a string. " + execTimeoutRule},
 		{"exec args not strings", "execute_command", with(map[string]any{"command": "ls", "args": []any{"-l", 3}}),
@@ -89,7 +86,7 @@ func TestBadInput(t *testing.T) {
 		{"exists timeout 0", "file_exists", with(map[string]any{"path": "a", "timeout": 0}), f(timeoutRange, 0)},
 		{"path with NUL", "download_file", with(map[string]any{"path": "a\x00/etc"}), `path "a\x00/etc" is not valid. ` + pathRule},
 		{"path with newline", "upload_file", with(map[string]any{"path": "a\nb", "content": "x"}), `path "a\nb" is not valid. ` + pathRule},
-		{"empty path", "list_files", with(map[string]any{"path": ""}), "path must not be empty. Directory path inside the sandbox (\".\" or \"/\" for its working directory). No control characters."},
+		{"empty path", "list_files", with(map[string]any{"path": ""}), "path must not be empty. " + pathRule},
 		{"upload bad base64", "upload_file", with(map[string]any{"path": "a", "content": "not base64!", "binary": true}),
 			"content is not valid base64 (standard alphabet with padding): illegal base64 data at input byte 3. Encode the bytes with base64, or pass text with binary=false."},
 		{"upload unpadded base64", "upload_file", with(map[string]any{"path": "a", "content": "YWJj ZA", "binary": true}),
@@ -106,14 +103,14 @@ func TestBadInput(t *testing.T) {
 		{"create request_id empty", "create_sandbox", map[string]any{"warmpool": "p", "request_id": ""}, "request_id must not be empty. " + requestRule},
 		{"create request_id too long", "create_sandbox", map[string]any{"warmpool": "p", "request_id": strings.Repeat("r", 65)},
 			"request_id is 65 characters long; at most 64 are allowed. " + requestRule},
-		{"create request_id with a space", "create_sandbox", map[string]any{"warmpool": "p", "request_id": "job 1"}, `request_id "job 1" is not valid. ` + requestRule},
+		{"create request_id with a space", "create_sandbox", map[string]any{"warmpool": "p", "request_id": "job 1"}, `request_id "job 1" is not valid. Use up to 64 letters, digits, '.', '_', ':' or '-'. ` + requestRule},
 		{"create request_id not a string", "create_sandbox", map[string]any{"warmpool": "p", "request_id": 7}, "request_id must be a string, got a number. " + requestRule},
 		{"list_sandboxes namespace", "list_sandboxes", map[string]any{"namespace": "Bad_NS"}, `namespace "Bad_NS" is not valid. ` + nsOrAllRule},
 		{"list_sandboxes all without allowlist", "list_sandboxes", map[string]any{"namespace": "*"},
 			`namespace "*" needs the operator's list of namespaces (K8S_SANDBOX_ALLOWED_NAMESPACES), and this server has none: pass a namespace`},
 		{"create label value not a string", "create_sandbox", map[string]any{"warmpool": "p", "labels": map[string]any{"a": 1}}, "labels.a must be a string, got a number. "},
 		{"run_code language", "run_code", with(map[string]any{"code": "1", "language": "ruby"}), `language must be one of bash, nodejs, python, sh; got "ruby".`},
-		{"extend without seconds", "extend_sandbox", with(nil), "shutdown_after_seconds is required. Seconds from now (1-31536000)."},
+		{"extend without seconds", "extend_sandbox", with(nil), "shutdown_after_seconds is required. Seconds from now."},
 		{"extend zero", "extend_sandbox", with(map[string]any{"shutdown_after_seconds": 0}),
 			"shutdown_after_seconds must be between 1 and 31536000 seconds, got 0."},
 		{"extend other owner", "extend_sandbox", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1", "shutdown_after_seconds": 60}, f(notFound, "theirs")},
@@ -127,7 +124,7 @@ func TestBadInput(t *testing.T) {
 			"sandbox_ready_timeout must be between 1 and 600 seconds, got 601. Pass a value in that range, or leave sandbox_ready_timeout out for the default (180)."},
 		{"status other owner", "get_sandbox_status", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1"}, f(notFound, "theirs")},
 		{"process id with a slash", "read_process_output", with(map[string]any{"process_id": "../x"}),
-			`process_id "../x" is not valid. process_id returned by start_process (list_processes shows them all).`},
+			`process_id "../x" is not valid. From start_process.`},
 		{"process wait too long", "read_process_output", with(map[string]any{"process_id": "p1", "wait_seconds": 241}),
 			"wait_seconds must be between 0 and 240 seconds, got 241. Pass a value in that range, or leave wait_seconds out for the default (0)."},
 		{"process negative since", "read_process_output", with(map[string]any{"process_id": "p1", "since": map[string]any{"stdout": -1}}),
@@ -148,7 +145,7 @@ func TestBadInput(t *testing.T) {
 		{"edit no change", "edit_file", with(map[string]any{"path": "a", "old_text": "x", "new_text": "x"}), "old_text and new_text are the same: there is nothing to change"},
 		{"edit empty old", "edit_file", with(map[string]any{"path": "a", "old_text": "", "new_text": "x"}), "old_text must not be empty. Exact text to replace."},
 		{"search nothing", "search_files", with(nil), "pass pattern (a regular expression to find in files), glob (file names to find), or both"},
-		{"move without destination", "move_path", with(map[string]any{"path": "a"}), "destination is required. Its new path. No control characters."},
+		{"move without destination", "move_path", with(map[string]any{"path": "a"}), "destination is required. New path."},
 		{"unknown argument", "file_exists", with(map[string]any{"path": "a", "pathh": "b"}), `unknown argument "pathh": file_exists takes sandbox_claim_name, path, namespace, timeout.`},
 	}
 	for _, tt := range tests {
@@ -353,7 +350,7 @@ func decode(t *testing.T, v any, into any) {
 func TestNullShutdownOnlyWhenAllowed(t *testing.T) {
 	h := newHarness(t)
 	res := h.call(t, "create_sandbox", map[string]any{"warmpool": "p", "shutdown_after_seconds": nil})
-	want := "shutdown_after_seconds must be an integer, got null. Delete the sandbox automatically after this many seconds (1-31536000, default 300)."
+	want := "shutdown_after_seconds must be an integer, got null. Seconds before automatic deletion."
 	if text(res) != want {
 		t.Errorf("null TTL:\n got: %s\nwant: %s", text(res), want)
 	}

@@ -49,11 +49,11 @@ func (s Selection) Validate() error {
 
 // keep reports whether the selection lists the tool.
 func (s Selection) keep(st server.ServerTool) bool {
-	a := st.Tool.Annotations
-	if s.ReadOnly && (a.ReadOnlyHint == nil || !*a.ReadOnlyHint) {
+	h := effectiveHints(st.Tool.Annotations)
+	if s.ReadOnly && !h.readOnly {
 		return false
 	}
-	if s.DisableDestructive && (a.DestructiveHint == nil || *a.DestructiveHint) {
+	if s.DisableDestructive && h.destructive {
 		return false
 	}
 	if len(s.Toolsets) == 0 || slices.Contains(s.Toolsets, ToolsetAll) {

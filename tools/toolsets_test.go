@@ -50,7 +50,7 @@ func TestSelection(t *testing.T) {
 	readOnly := func(name string) bool {
 		for _, st := range all {
 			if st.Tool.Name == name {
-				return *st.Tool.Annotations.ReadOnlyHint
+				return effectiveHints(st.Tool.Annotations).readOnly
 			}
 		}
 		t.Fatalf("no tool %s", name)
@@ -59,7 +59,7 @@ func TestSelection(t *testing.T) {
 	destructive := func(name string) bool {
 		for _, st := range all {
 			if st.Tool.Name == name {
-				return *st.Tool.Annotations.DestructiveHint
+				return effectiveHints(st.Tool.Annotations).destructive
 			}
 		}
 		return true

@@ -62,6 +62,7 @@ type Config struct {
 	Toolsets           []string
 	ReadOnly           bool
 	DisableDestructive bool
+	OutputSchemas      bool // K8S_SANDBOX_OUTPUT_SCHEMAS: declare the tools' output schemas
 	// Arguments the operator fixes: they leave the tools' schemas and no call can change them.
 	PinNamespace string            // K8S_SANDBOX_PIN__NAMESPACE: every tool's namespace
 	PinWarmpool  string            // K8S_SANDBOX_PIN__WARMPOOL: create_sandbox's warmpool
@@ -164,6 +165,7 @@ func Parse(vars map[string]string) (Config, error) {
 	p.pins(&c)
 	c.ReadOnly = p.boolean("READ_ONLY", false)
 	c.DisableDestructive = p.boolean("DISABLE_DESTRUCTIVE", false)
+	c.OutputSchemas = p.boolean("OUTPUT_SCHEMAS", false)
 	c.AutoResume = p.boolean("AUTO_RESUME", defaultAutoResume)
 	c.SuspendPausesLifetime = p.boolean("SUSPEND_PAUSES_LIFETIME", defaultSuspendPausesLifetime)
 	c.StdioOwner = p.str("STDIO_OWNER", "")

@@ -28,9 +28,9 @@ func TestBadInputReachesTheModelAsOneSentence(t *testing.T) {
 		{"execute_command", map[string]any{"sandbox_claim_name": "x", "namespace": "Team-A", "command": "true"},
 			`namespace "Team-A" is not valid. Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters. Defaults to the server's current namespace.`},
 		{"download_file", map[string]any{"sandbox_claim_name": "x", "namespace": ns.Name, "path": "a\x00b"},
-			`path "a\x00b" is not valid. File path inside the sandbox, relative to its working directory (a leading / is relative to it too; "." is the working directory). No control characters.`},
+			`path "a\x00b" is not valid. A path of 1 to 4096 characters, without control characters.`},
 		{"create_sandbox", map[string]any{"warmpool": "demo-pool\r\nX: y", "namespace": ns.Name},
-			`warmpool "demo-pool\r\nX: y" is not valid. Name of the SandboxWarmPool to claim a sandbox from: a Kubernetes object name (lowercase letters, digits, '-' and '.').`},
+			`warmpool "demo-pool\r\nX: y" is not valid. A Kubernetes object name: lowercase letters, digits, '-' and '.', at most 253 characters.`},
 		{"create_sandbox", map[string]any{"warmpool": conn.pool, "namespace": ns.Name, "shutdown_after_seconds": 18446744075},
 			"shutdown_after_seconds must be between 1 and 31536000 seconds, got 18446744075. Pass a value in that range, or leave shutdown_after_seconds out for the default (300)."},
 	}
