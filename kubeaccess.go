@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -120,9 +121,9 @@ func checkAPI(ctx context.Context, claims *kube.Client, log zerolog.Logger, name
 		return
 	}
 	if api, ok := kube.DescribeAPIError(err); ok {
-		log.Warn().Str("api_server", api.URL).Str("user", api.User).Str("cause", string(api.Cause)).
+		logging.ForClients(log.Warn()).Str("api_server", api.URL).Str("user", api.User).Str("cause", string(api.Cause)).
 			Bool("retry_may_help", api.Retryable()).Msgf("Kubernetes API check at start failed: %s. %s.", api.Error(), api.Advice())
 		return
 	}
-	log.Warn().Err(err).Msg("Kubernetes API check at start failed: tool calls will fail the same way until this is fixed")
+	logging.ForClients(log.Warn()).Err(err).Msg("Kubernetes API check at start failed: tool calls will fail the same way until this is fixed")
 }
