@@ -94,7 +94,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	}
 	if a.claims, err = kube.New(ka.rest, a.cfg.SessionLabelKey, kube.WithAPIUser(ka.user),
 		kube.WithRateLimit(a.cfg.APIQPS, a.cfg.APIBurst), kube.WithMetadataPolicy(a.cfg.Metadata), kube.WithLifetime(a.cfg.Lifetime),
-		kube.WithSuspendPausesLifetime(a.cfg.SuspendPausesLifetime)); err != nil {
+		kube.WithSuspendPausesLifetime(a.cfg.SuspendPausesLifetime), kube.WithNotices(logNotices(a.log))); err != nil {
 		return nil, err
 	}
 	if a.conn, err = conn.New(a.cfg.Connection, a.claims, conn.WithInstrumentation(a.tracing.Transport, a.tracing.GRPC())); err != nil {

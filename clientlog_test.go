@@ -1,10 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
 // A stdio client that asks for log messages (logging/setLevel) hears the start-up API check's
@@ -48,5 +57,30 @@ func TestStdioClientHearsTheAPICheck(t *testing.T) {
 	}
 	if code := s.close(); code != 0 {
 		t.Errorf("exit code %d", code)
+	}
+}
+
+// Notices about a claim are warnings for its owner's clients, naming the claim and its time.
+func TestNoticesAreForTheOwnersClients(t *testing.T) {
+	at := time.Date(2026, 8, 23, 9, 0, 0, 0, time.UTC)
+	cases := []struct {
+		n    kube.Notice
+		want string
+	}{
+		{kube.Notice{Kind: kube.RenewalFailed, Namespace: "ns", Name: "c1", Owner: "o1", At: at, Err: errors.New("away")}, "renewing the sandbox's shutdown time"},
+		{kube.Notice{Kind: kube.Expired, Namespace: "ns", Name: "c1", Owner: "o1", At: at}, "reached its shutdown time"},
+	}
+	for _, tc := range cases {
+		var buf bytes.Buffer
+		logNotices(zerolog.New(&buf))(tc.n)
+		var m map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatalf("%q: %v", buf.String(), err)
+		}
+		msg, _ := m["message"].(string)
+		if m["level"] != "warn" || m[logging.ClientsField] != true || m[logging.OwnerField] != "o1" || m["claim"] != "c1" ||
+			m["namespace"] != "ns" || m["shutdown_time"] != "2026-08-23T09:00:00Z" || !strings.Contains(msg, tc.want) {
+			t.Errorf("kind %d: %v", tc.n.Kind, m)
+		}
 	}
 }
