@@ -7,8 +7,9 @@ import (
 )
 
 // iconSVG is the server's icon: a shell prompt in a dashed box (a sandbox), in Kubernetes
-// blue. It goes on the server (initialize's serverInfo) only, not on every tool: tools/list
-// is what a model reads, and is kept small.
+// blue. It goes on the server (serverInfo) only, not on every tool: tools/list is what a
+// model reads, and is kept small. From 2026-07-28 mcp-go repeats serverInfo in every result's
+// _meta, so each byte here is paid on every answer of that protocol: keep it small.
 const iconSVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">` +
 	`<rect width="32" height="32" rx="7" fill="#326ce5"/>` +
 	`<rect x="4.5" y="4.5" width="23" height="23" rx="3" fill="none" stroke="#fff" stroke-dasharray="3 2"/>` +
