@@ -42,6 +42,7 @@ type app struct {
 	ports   *ports.Registry
 	metrics *telemetry.Metrics
 	tracing *tracing.Tracing
+	clients *serve.ClientLog   // the log lines MCP clients hear (notifications/message)
 	stop    context.CancelFunc // ends the ports registry's sweep and listeners, and the metrics server
 	checked chan struct{}      // closed when the API check at start has finished
 }
@@ -67,7 +68,8 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	if err := sel.Validate(); err != nil {
 		return nil, err
 	}
-	if a.log, err = logging.New(stderr, f.logLevel, f.logFormat); err != nil {
+	a.clients = serve.NewClientLog(0)
+	if a.log, err = logging.New(stderr, f.logLevel, f.logFormat, a.clients); err != nil {
 		return nil, err
 	}
 	a.warnUnknown()
@@ -92,7 +94,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	}
 	if a.claims, err = kube.New(ka.rest, a.cfg.SessionLabelKey, kube.WithAPIUser(ka.user),
 		kube.WithRateLimit(a.cfg.APIQPS, a.cfg.APIBurst), kube.WithMetadataPolicy(a.cfg.Metadata), kube.WithLifetime(a.cfg.Lifetime),
-		kube.WithSuspendPausesLifetime(a.cfg.SuspendPausesLifetime)); err != nil {
+		kube.WithSuspendPausesLifetime(a.cfg.SuspendPausesLifetime), kube.WithNotices(logNotices(a.log))); err != nil {
 		return nil, err
 	}
 	if a.conn, err = conn.New(a.cfg.Connection, a.claims, conn.WithInstrumentation(a.tracing.Transport, a.tracing.GRPC())); err != nil {
@@ -119,6 +121,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stop = stop
+	go a.clients.Run(bg)
 	if porter, ok := a.conn.(conn.Porter); ok {
 		a.ports = ports.New(a.claims, porter, principalOf, a.log)
 		a.deps.Ports = a.ports
@@ -237,7 +240,9 @@ func (a *app) close() {
 // serveStdio serves one client until EOF, then releases the sandboxes this process created.
 func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	a.deps.Owner = a.owners.Stdio
-	s := tools.NewServer(a.deps, version(), server.WithToolHandlerMiddleware(a.tracing.Calls))
+	hooks := &server.Hooks{}
+	a.clients.Hooks(hooks, func(context.Context, string) string { return a.owners.StdioID() })
+	s := tools.NewServer(a.deps, version(), server.WithHooks(hooks), server.WithToolHandlerMiddleware(a.tracing.Calls))
 	a.log.Info().Str("owner", a.owners.StdioID()).Str("namespace", a.deps.DefaultNamespace).Msg("serving stdio")
 	if a.cfg.StdioOwner != "" && !a.cfg.KeepOnSessionEnd {
 		// A fixed owner may have sandboxes from an earlier process, which this one can list and
@@ -266,7 +271,9 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		},
 	})
 	a.metrics.Gauge("sessions", "Open MCP sessions (HTTP, 2025-11-25 protocol).", func() float64 { return float64(sessions.Open()) })
-	s := tools.NewServer(a.deps, version(), server.WithHooks(sessions.Hooks()),
+	hooks := sessions.Hooks()
+	a.clients.Hooks(hooks, owner.SessionOwner)
+	s := tools.NewServer(a.deps, version(), server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(a.tracing.Calls),
 		server.WithToolHandlerMiddleware(sessions.Calls),
 		server.WithToolHandlerMiddleware(serve.LimitConcurrency(a.httpSet.MaxConcurrentCalls, serve.CallerKey)))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -120,9 +121,23 @@ func checkAPI(ctx context.Context, claims *kube.Client, log zerolog.Logger, name
 		return
 	}
 	if api, ok := kube.DescribeAPIError(err); ok {
-		log.Warn().Str("api_server", api.URL).Str("user", api.User).Str("cause", string(api.Cause)).
+		logging.ForClients(log.Warn()).Str("api_server", api.URL).Str("user", api.User).Str("cause", string(api.Cause)).
 			Bool("retry_may_help", api.Retryable()).Msgf("Kubernetes API check at start failed: %s. %s.", api.Error(), api.Advice())
 		return
 	}
-	log.Warn().Err(err).Msg("Kubernetes API check at start failed: tool calls will fail the same way until this is fixed")
+	logging.ForClients(log.Warn()).Err(err).Msg("Kubernetes API check at start failed: tool calls will fail the same way until this is fixed")
+}
+
+// logNotices logs what happens to claims outside any call, for their owners' MCP clients too.
+func logNotices(log zerolog.Logger) func(kube.Notice) {
+	return func(n kube.Notice) {
+		ev := logging.ForClients(log.Warn()).Str(logging.OwnerField, n.Owner).Str("namespace", n.Namespace).
+			Str("claim", n.Name).Str("shutdown_time", n.At.UTC().Format(time.RFC3339))
+		switch n.Kind {
+		case kube.RenewalFailed:
+			ev.Err(n.Err).Msg("renewing the sandbox's shutdown time after a call failed: it is deleted then unless a later call renews it or extend_sandbox moves it")
+		case kube.Expired:
+			ev.Msg("the sandbox reached its shutdown time and was deleted with its files")
+		}
+	}
 }

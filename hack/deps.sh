@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine with Go: Debian packages for the
-# stack and its node, and a pinned Node 22 + MCP Inspector CLI under the cache.
+# stack and its node, and pinned Node 22 + MCP Inspector CLI and MCP conformance suite under the cache.
 # Idempotent and quiet when everything is there.
 # `deps.sh node` installs only what the real node runs with (hack/localstack/build-node.sh).
 set -euo pipefail
@@ -44,6 +44,17 @@ if command -v npm >/dev/null && [ ! -x "$npmdir/node_modules/.bin/mcp-inspector"
   mkdir -p "$npmdir"
   (cd "$npmdir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
     npm i --no-audit --no-fund --loglevel=error "node@$NODE_VERSION" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null)
+fi
+
+# The official MCP conformance suite, for its server scenarios (internal/e2e's TestConformance,
+# which reads the version here). It needs Node >= 22 as well (fs.globSync), so it gets its own.
+CONFORMANCE_VERSION=0.1.16
+confdir=$LOCALSTACK_CACHE/npm/conformance-$CONFORMANCE_VERSION
+if command -v npm >/dev/null && [ ! -x "$confdir/node_modules/.bin/conformance" ]; then
+  echo "deps: installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION with node@$NODE_VERSION" >&2
+  mkdir -p "$confdir"
+  (cd "$confdir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm i --no-audit --no-fund --loglevel=error "node@$NODE_VERSION" "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >/dev/null)
 fi
 
 # gotestsum (what Kubernetes' own hack/make-rules/test.sh runs go test through) keeps each

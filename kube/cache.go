@@ -52,6 +52,7 @@ type options struct {
 	lifetime   *Lifetime
 	// pauseLifetime: Suspend stops the claim's lifetime clock (WithSuspendPausesLifetime).
 	pauseLifetime bool
+	notices       func(Notice) // notice.go
 }
 
 func defaultOptions() options {
@@ -95,6 +96,7 @@ type watchCache struct {
 	max      int
 	idle     time.Duration
 	now      func() time.Time // replaceable in tests
+	notices  func(Notice)     // nil: deletions are not reported
 
 	mu       sync.Mutex
 	ns       map[string]*list.Element // values are *nsWatch
@@ -121,7 +123,7 @@ type nsWatch struct {
 }
 
 func newWatchCache(ext extclientset.Interface, core sandboxclientset.Interface, ownerKey string, o options) *watchCache {
-	return &watchCache{ext: ext, core: core, ownerKey: ownerKey, max: o.maxWatched, idle: o.idle, now: time.Now,
+	return &watchCache{ext: ext, core: core, ownerKey: ownerKey, max: o.maxWatched, idle: o.idle, now: time.Now, notices: o.notices,
 		ns: map[string]*list.Element{}, lru: list.New(), done: make(chan struct{})}
 }
 
@@ -260,6 +262,9 @@ func (w *watchCache) start(namespace string) *nsWatch {
 		_ = inf.SetWatchErrorHandler(onError)
 		nw.synced = append(nw.synced, inf.HasSynced)
 		nw.stores = append(nw.stores, inf.GetStore())
+	}
+	if w.notices != nil {
+		_, _ = ci.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: w.claimDeleted})
 	}
 	ef.Start(ctx.Done())
 	sf.Start(ctx.Done())

@@ -49,6 +49,7 @@ type Client struct {
 	events   typedcorev1.EventsGetter // nil: expiries are reported as plain "not found"
 	// pauseLifetime: Suspend removes the claim's shutdownTime and Resume restores it.
 	pauseLifetime bool
+	notices       func(Notice) // nil: none are sent (notice.go)
 
 	// Replaceable in tests for deterministic names and timestamps, and a short wait.
 	now         func() time.Time
@@ -100,6 +101,7 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 		c.lifetime = *o.lifetime
 	}
 	c.pauseLifetime = o.pauseLifetime
+	c.notices = o.notices
 	if c.metrics, err = metricsclientset.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("building metrics client: %w", err)
 	}

@@ -157,7 +157,11 @@ func (c *Client) renewOnUse(obj *extv1beta1.SandboxClaim) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), renewTimeout)
 		defer cancel()
-		_, _ = c.patchLifetime(ctx, obj, next, w) // a failure leaves the old time; the next use retries after w/2
+		// A failure leaves the old time; the next use retries after w/2. The owner hears of it:
+		// the sandbox goes at the old time if nothing renews it.
+		if _, err := c.patchLifetime(ctx, obj, next, w); err != nil {
+			c.notify(Notice{Kind: RenewalFailed, Namespace: obj.Namespace, Name: obj.Name, Owner: obj.Labels[c.ownerKey], At: at, Err: err})
+		}
 	}()
 }
 

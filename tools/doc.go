@@ -12,7 +12,7 @@
 // paths.go and archive.go, run in the sandbox through conn/workspace), and the sandboxes://{namespace} resource template.
 // The instructions (instructions.go) and the workflow prompts and completions (prompts.go) are
 // built from the tools listed, and withhold.go takes pinned or unusable arguments out of the
-// schemas; toolsets.go's Selection filters the one table (All).
+// schemas; toolsets.go's Selection filters the one table (All). icon.go is the server's icon.
 // Every call is checked against its tool's input schema first (args.go), which owns the
 // arguments' bounds, defaults and the messages that name them.
 //

@@ -36,7 +36,7 @@ func TestLayering(t *testing.T) {
 		{"internal/config", []string{"conn", "conn/proc", "conn/workspace", "kube"}, nil},
 		{"internal/logging", nil, nil},
 		{"internal/owner", []string{"internal/auth"}, []string{mcpgo}},
-		{"internal/serve", []string{"internal/auth", "internal/auth/authtest"}, []string{mcpgo}},
+		{"internal/serve", []string{"internal/auth", "internal/auth/authtest", "internal/logging"}, []string{mcpgo}},
 		{"internal/localstack", nil, nil},
 		{"internal/ports", []string{"conn", "kube"}, nil},
 		{"internal/telemetry", nil, nil},

@@ -44,6 +44,9 @@ func NewServer(d Deps, version string, opts ...server.ServerOption) *server.MCPS
 	base := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
+		// logging/setLevel per session; what is sent is app.go's (serve.ClientLog).
+		server.WithLogging(),
+		server.WithIcons(serverIcon()),
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithToolHandlerMiddleware(d.logCalls),

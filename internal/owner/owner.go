@@ -53,17 +53,29 @@ func (o *Owners) Stdio(context.Context) (string, error) { return o.stdio, nil }
 // and is remembered so that its end releases them; without either (the 2026-07-28 protocol,
 // anonymous), Anonymous.
 func (o *Owners) HTTP(ctx context.Context) (string, error) {
-	if p, ok := auth.PrincipalFrom(ctx); ok {
-		return ForPrincipal(p), nil
+	if _, ok := auth.PrincipalFrom(ctx); ok {
+		return SessionOwner(ctx, ""), nil
 	}
 	if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
-		id := LabelValue(s.SessionID())
+		id := SessionOwner(ctx, s.SessionID())
 		o.mu.Lock()
 		o.sessions[s.SessionID()] = id
 		o.mu.Unlock()
 		return id, nil
 	}
 	return Anonymous, nil
+}
+
+// SessionOwner is the owner HTTP gives the calls of session sessionID (with ctx's principal),
+// without remembering it: for routing what concerns an owner to its sessions.
+func SessionOwner(ctx context.Context, sessionID string) string {
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		return ForPrincipal(p)
+	}
+	if sessionID == "" {
+		return Anonymous
+	}
+	return LabelValue(sessionID)
 }
 
 // HTTPPrincipal names the caller behind an HTTP owner, for per-caller caps: the authenticated

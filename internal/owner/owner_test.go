@@ -104,3 +104,24 @@ func TestWhoOwnsAnHTTPSandbox(t *testing.T) {
 		})
 	}
 }
+
+// SessionOwner, which routes what concerns an owner to its HTTP sessions, is the owner HTTP
+// gives their calls.
+func TestSessionOwnerIsHTTPsOwner(t *testing.T) {
+	alice := auth.WithPrincipal(context.Background(), auth.Static("alice"))
+	cases := []struct {
+		name    string
+		ctx     context.Context
+		session string
+		want    string
+	}{
+		{"principal", alice, "s1", ForPrincipal(auth.Static("alice"))},
+		{"anonymous session", context.Background(), "s1", LabelValue("s1")},
+		{"neither", context.Background(), "", Anonymous},
+	}
+	for _, tc := range cases {
+		if got := SessionOwner(tc.ctx, tc.session); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
 )
 
 // Prober checks that the Kubernetes API answers (kube.Client.Probe).
@@ -54,7 +56,8 @@ func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	if err := h.Prober.Probe(ctx, h.Namespace); err != nil {
-		h.Log.Warn().Err(err).Str("namespace", h.Namespace).Msg("readiness probe: kubernetes API unavailable")
+		// Clients hear it too (once a minute at most): their calls fail the same way.
+		logging.ForClients(h.Log.Warn()).Err(err).Str("namespace", h.Namespace).Msg("readiness probe: kubernetes API unavailable")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "kubernetes API unavailable"})
 		return
 	}
