@@ -34,28 +34,27 @@ fi
 apt_missing python3 openssl curl util-linux procps
 "$0" node
 
+# npm_pin <folder> <binary> <package@version>: installs the package with Node 22 into its own
+# folder under the cache, once (the folder is keyed by the version), unless npm is missing.
+npm_pin() {
+  local dir=$LOCALSTACK_CACHE/npm/$1 bin=$2 pkg=$3
+  command -v npm >/dev/null && [ ! -x "$dir/node_modules/.bin/$bin" ] || return 0
+  echo "deps: installing $pkg with node@$NODE_VERSION" >&2
+  mkdir -p "$dir"
+  (cd "$dir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm i --no-audit --no-fund --loglevel=error "node@$NODE_VERSION" "$pkg" >/dev/null)
+}
+
 # The Inspector CLI needs Node >= 22.19; the machine's Node may be older, so take Node 22
 # from the npm registry too. Pinned versions, installed once per cache.
 INSPECTOR_VERSION=2.12.0
 NODE_VERSION=22
-npmdir=$LOCALSTACK_CACHE/npm/inspector-$INSPECTOR_VERSION
-if command -v npm >/dev/null && [ ! -x "$npmdir/node_modules/.bin/mcp-inspector" ]; then
-  echo "deps: installing @modelcontextprotocol/inspector@$INSPECTOR_VERSION with node@$NODE_VERSION" >&2
-  mkdir -p "$npmdir"
-  (cd "$npmdir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm i --no-audit --no-fund --loglevel=error "node@$NODE_VERSION" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null)
-fi
+npm_pin "inspector-$INSPECTOR_VERSION" mcp-inspector "@modelcontextprotocol/inspector@$INSPECTOR_VERSION"
 
 # The official MCP conformance suite, for its server scenarios (internal/e2e's TestConformance,
-# which reads the version here). It needs Node >= 22 as well (fs.globSync), so it gets its own.
+# which reads the version here). It needs Node >= 22 as well (fs.globSync).
 CONFORMANCE_VERSION=0.1.16
-confdir=$LOCALSTACK_CACHE/npm/conformance-$CONFORMANCE_VERSION
-if command -v npm >/dev/null && [ ! -x "$confdir/node_modules/.bin/conformance" ]; then
-  echo "deps: installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION with node@$NODE_VERSION" >&2
-  mkdir -p "$confdir"
-  (cd "$confdir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm i --no-audit --no-fund --loglevel=error "node@$NODE_VERSION" "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >/dev/null)
-fi
+npm_pin "conformance-$CONFORMANCE_VERSION" conformance "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
 
 # gotestsum (what Kubernetes' own hack/make-rules/test.sh runs go test through) keeps each
 # test's events in a JSON file, from which hack/test.sh reports the slowest tests of a run.
