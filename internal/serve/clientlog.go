@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
 )
@@ -53,9 +54,11 @@ type ClientLog struct {
 	now     func() time.Time
 
 	mu        sync.Mutex
-	listeners map[string]listener  // by session ID: the sessions that asked
-	recent    []clientLine         // the latest lines for every session, for those that ask later
-	sent      map[string]time.Time // line and recipients → when last sent (clientLogRepeat)
+	listeners map[string]listener // by session ID: the sessions that asked
+	recent    []clientLine        // the latest lines for every session, for those that ask later
+	// sent holds session and line of what went out within clientLogRepeat, in apimachinery's
+	// LRU expiring cache (as kube's renewals and cache misses do): bounded, oldest out first.
+	sent *utilcache.LRUExpireCache
 }
 
 type listener struct {
@@ -75,7 +78,8 @@ func NewClientLog(size int) *ClientLog {
 	if size <= 0 {
 		size = DefaultClientLogQueue
 	}
-	return &ClientLog{queue: make(chan []byte, size), now: time.Now, listeners: map[string]listener{}, sent: map[string]time.Time{}}
+	return &ClientLog{queue: make(chan []byte, size), now: time.Now, listeners: map[string]listener{},
+		sent: utilcache.NewLRUExpireCache(4 * DefaultClientLogQueue)}
 }
 
 // WriteLevel queues a marked warning or error, or drops it when the queue is full.
@@ -207,7 +211,6 @@ func (c *ClientLog) deliver(l clientLine) {
 // clientLogRepeat. c.mu is held.
 func (c *ClientLog) targets(l clientLine) map[string]*server.MCPServer {
 	to := map[string]*server.MCPServer{}
-	now := c.now()
 	text, _ := json.Marshal(l.n.Params)
 	for id, ls := range c.listeners {
 		switch {
@@ -215,13 +218,10 @@ func (c *ClientLog) targets(l clientLine) map[string]*server.MCPServer {
 		case l.session == "" && l.owner != "" && ls.owner != l.owner:
 		default:
 			key := id + "\x00" + string(text)
-			if at, ok := c.sent[key]; ok && now.Sub(at) < clientLogRepeat {
+			if _, ok := c.sent.Get(key); ok {
 				continue
 			}
-			if len(c.sent) >= 4*DefaultClientLogQueue {
-				clear(c.sent) // bounded: at worst a repeat goes out early
-			}
-			c.sent[key] = now
+			c.sent.Add(key, struct{}{}, clientLogRepeat)
 			to[id] = ls.srv
 		}
 	}
