@@ -34,11 +34,11 @@ type DownloadArchiveResult struct {
 func uploadArchiveTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("upload_archive",
 		mcp.WithToolTitle("Upload a directory tree"),
-		mcp.WithDescription("Unpacks a base64 tar (gzip or not) into a directory, replacing same-named files. All or nothing: a bad archive or an entry outside the directory changes nothing."),
+		mcp.WithDescription("Unpacks a base64 tar (gzip or not) into a directory, replacing same-named files; a bad archive changes nothing."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "content"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"path":    pathProp(""),
-			"content": {"type": "string", "minLength": 1, "description": "The archive in base64 (tar czf - dir | base64)."},
+			"content": {"type": "string", "minLength": 1, "description": "tar czf - dir | base64"},
 			"timeout": timeoutProp(),
 		})),
 		outputSchema[UploadArchiveResult](),

@@ -381,14 +381,16 @@ func nested(p prop, member string) prop {
 	return prop{}
 }
 
-// argRule is what a message says of an argument: its schema's description, or, for a shared
-// argument the instructions explain once (its schema gives only type and bounds),
-// sharedArgRules' rule.
+// argRule is what a message says of an argument: its schema's description, or, for one
+// without (its schema gives only type and bounds), argRules' rule.
 func argRule(name string, p prop) string {
 	if d := desc(p); d != "" {
 		return d
 	}
-	return sharedArgRules[name]
+	if p["format"] == formatNamespaceOrAll { // a listing tool's namespace
+		return namespaceRule(true)
+	}
+	return argRules[name]
 }
 
 func desc(p prop) string {

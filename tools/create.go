@@ -44,23 +44,22 @@ type CreateResult struct {
 func createTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("create_sandbox",
 		mcp.WithToolTitle("Create a sandbox"),
-		mcp.WithDescription("Creates a sandbox from a warm pool and waits until it is ready; returns sandbox_claim_name for the other tools. Call delete_sandbox when done."),
+		mcp.WithDescription("Creates a sandbox from a warm pool and waits until it is ready. Call delete_sandbox when done."),
 		inputSchema(objectSchema([]string{"warmpool"}, map[string]prop{
 			"warmpool":               warmpoolProp(),
 			"namespace":              namespaceProp(),
-			"sandbox_ready_timeout":  intProp("Seconds to wait for ready", minTimeout, maxTimeout, defaultReadyTimeout),
-			"labels":                 stringMapProp("Labels for the SandboxClaim."),
+			"sandbox_ready_timeout":  intProp("", minTimeout, maxTimeout, defaultReadyTimeout),
+			"labels":                 stringMapProp("Claim labels."),
 			"shutdown_after_seconds": d.shutdownProp(),
-			"pod_labels":             stringMapProp("Pod labels; keys need an allowed prefix (default sandbox.users.io/)."),
-			"pod_annotations":        stringMapProp("Annotations for the sandbox Pod."),
-			"env": withDescription(envProp(), "Environment of the sandbox itself, where its template allows it (env_overrides); "+
-				"it then starts fresh (slower). For one command use execute_command's env."),
-			"image":  d.imageProp(),
-			"cpus":   d.cpusProp(),
-			"memory": d.memoryProp(),
+			"pod_labels":             stringMapProp("Keys need an allowed prefix (default sandbox.users.io/)."),
+			"pod_annotations":        stringMapProp(""),
+			"env":                    withDescription(envProp(), "Needs the template's env_overrides; the sandbox then starts fresh (slower)."),
+			"image":                  d.imageProp(),
+			"cpus":                   d.cpusProp(),
+			"memory":                 d.memoryProp(),
 			"volume_size": prop{"type": "string", "minLength": 1, "maxLength": 32,
-				"description": fmt.Sprintf("Persistent workspace volume size, e.g. \"2Gi\" (%s to %s), mounted at volume_path; "+
-					"it survives suspension. Like env: where the template allows it (volumes), with a fresh start.", kube.MinVolumeSize, d.maxVolumeSizeText())},
+				"description": fmt.Sprintf("Persistent volume at volume_path, e.g. \"2Gi\" (%s to %s); survives suspension. Needs the template's volumes; "+
+					"starts fresh.", kube.MinVolumeSize, d.maxVolumeSizeText())},
 			"request_id": requestIDProp(),
 		})),
 		outputSchema[CreateResult](),
@@ -171,8 +170,7 @@ func (d Deps) create(ctx context.Context, req mcp.CallToolRequest, a createArgs)
 // the claim's name is a hash of it.
 func requestIDProp() prop {
 	return prop{"type": "string", "minLength": 1, "maxLength": maxRequestID, "pattern": requestIDPattern,
-		"description": "Your id for this create, e.g. a UUID: repeating it returns the same sandbox while it lives " +
-			"(to retry a create whose answer was lost)."}
+		"description": "Repeating it returns the same sandbox while it lives (to retry a lost create)."}
 }
 
 // maxShutdownAfter is the largest shutdown_after_seconds: the operator's cap, else a ceiling
@@ -187,11 +185,10 @@ func (d Deps) maxShutdownAfter() int {
 // shutdownProp states the bounds and whether null (no timeout) is allowed here, so the model
 // reads this server's rule and the schema check enforces it.
 func (d Deps) shutdownProp() prop {
-	p := prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(), "default": defaultShutdownAfter,
-		"description": "Seconds before automatic deletion."}
+	p := prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(), "default": defaultShutdownAfter}
 	if d.AllowNoShutdown {
 		p["type"] = []string{"integer", "null"}
-		p["description"] = p["description"].(string) + " null disables the timeout."
+		p["description"] = "null disables the timeout."
 	}
 	return p
 }

@@ -55,7 +55,7 @@ func filePathProp() prop {
 func readFileTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("read_file",
 		mcp.WithToolTitle("Read lines of a text file"),
-		mcp.WithDescription("Returns lines of a text file as number, tab, text from offset (at most limit), with total_lines and next_offset. Any file size works; binary files are refused (use download_file with binary=true)."),
+		mcp.WithDescription("Returns lines of a text file of any size as number, tab, text from offset, with total_lines and next_offset. Binary files are refused."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "path": filePathProp(),
 			"offset":  intProp("First line, counting from 1", 1, 1<<31-1, 1),
@@ -124,12 +124,12 @@ type EditFileResult struct {
 func editFileTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("edit_file",
 		mcp.WithToolTitle("Edit a text file"),
-		mcp.WithDescription("Replaces old_text with new_text in a file. old_text must match exactly once (whitespace included) unless replace_all, or nothing changes and the error lists the matches. Copy it from read_file without line numbers. Returns the changed lines; needs python3 in the sandbox."),
+		mcp.WithDescription("Replaces old_text with new_text in a file. old_text must match exactly once (whitespace included) unless replace_all, else nothing changes and the error lists the matches. Returns the changed lines; needs python3."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "old_text", "new_text"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "path": filePathProp(),
-			"old_text":    {"type": "string", "minLength": 1, "maxLength": maxCommandChars, "description": "Exact text to replace."},
+			"old_text":    {"type": "string", "minLength": 1, "maxLength": maxCommandChars},
 			"new_text":    {"type": "string", "maxLength": maxCommandChars, "description": "Replacement (may be empty)."},
-			"replace_all": boolProp("Replace every occurrence."),
+			"replace_all": boolProp(""),
 			"timeout":     timeoutProp(),
 		})),
 		outputSchema[EditFileResult](),

@@ -67,7 +67,7 @@ func uploadTool(d Deps) server.ServerTool {
 		mcp.WithToolTitle("Write a file into a sandbox"),
 		mcp.WithDescription("Writes a file (creating parents, replacing one that exists): text as is, or base64 with binary=true."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "content"}, fileSchema(map[string]prop{
-			"content": {"type": "string", "description": "Text, or base64 with binary."},
+			"content": {"type": "string"},
 			"binary":  boolProp("content is base64."),
 		}))),
 		outputSchema[UploadResult](),
@@ -101,7 +101,7 @@ func downloadTool(d Deps) server.ServerTool {
 		mcp.WithToolTitle("Read a file from a sandbox"),
 		mcp.WithDescription("Reads a file: text as is, or base64 with binary=true (for files that are not UTF-8 text)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
-			"binary": boolProp("Return base64 (for files that are not UTF-8 text)."),
+			"binary": boolProp(""),
 		}))),
 		outputSchema[DownloadResult](),
 		hints(true, false, true),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/output"
 )
 
@@ -49,6 +50,8 @@ func (d Deps) instructionLines() [][]paragraph {
 		{
 			one("execute_command", fmt.Sprintf("execute_command runs /bin/sh -c once (never retried) and kills the command after "+
 				"timeout seconds (at most %d).", maxTimeout)),
+			{anyOf: []string{"execute_command", "run_code"}, text: fmt.Sprintf("The python runtime also ends a command after %d s.",
+				int(conn.PyRuntimeExecLimit.Seconds()))},
 			one("run_code", "run_code runs a python, nodejs, bash or sh program without shell quoting."),
 			{anyOf: []string{"execute_command", "run_code", "read_process_output"}, text: fmt.Sprintf("Output beyond max_output_chars "+
 				"(default %d) keeps its beginning and end around \"[... N characters omitted ...]\"; stdout_truncated/stderr_truncated "+
@@ -85,7 +88,7 @@ func (d Deps) instructionLines() [][]paragraph {
 			one("download_archive", "download_archive packs a directory as a tar."),
 			{anyOf: workspace, text: "Prefer them to shell pipelines: their output is bounded."},
 		},
-		{one("get_sandbox_metrics", "get_sandbox_metrics shows what your sandboxes use (CPU, memory, disk, limits, time left), for one or all of them.")},
+		{one("get_sandbox_metrics", "get_sandbox_metrics shows what your sandboxes use (CPU, memory, disk, limits, time left), for one or all of them; CPU and memory are about 15 s behind.")},
 		{
 			one("suspend_sandbox", "suspend_sandbox stops a sandbox's pod to save resources (running processes end; only files on "+
 				"its persistent volume, volume_size at create, survive)."),

@@ -17,7 +17,7 @@ type DeleteResult struct {
 func deleteTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("delete_sandbox",
 		mcp.WithToolTitle("Delete a sandbox"),
-		mcp.WithDescription("Deletes a sandbox, its pod and its files. Call it when done."),
+		mcp.WithDescription("Deletes a sandbox, its pod and its files."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
@@ -55,7 +55,7 @@ type StatusResult struct {
 func statusTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("get_sandbox_status",
 		mcp.WithToolTitle("Get sandbox status"),
-		mcp.WithDescription("Whether a sandbox is ready: SandboxReady, SandboxNotReady, SandboxSuspended (resume_sandbox starts it) or SandboxNotFound."),
+		mcp.WithDescription("Whether a sandbox is ready: SandboxReady, SandboxNotReady, SandboxSuspended or SandboxNotFound."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),

@@ -23,11 +23,10 @@ type ExtendResult struct {
 func extendTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("extend_sandbox",
 		mcp.WithToolTitle("Extend a sandbox's lifetime"),
-		mcp.WithDescription("Moves the sandbox's automatic deletion to shutdown_after_seconds from now (also its renewal window). Call it before a long task or pause."),
+		mcp.WithDescription("Moves the sandbox's automatic deletion to shutdown_after_seconds from now. Call it before a long task or pause."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "shutdown_after_seconds"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"shutdown_after_seconds": prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(),
-				"description": "Seconds from now."},
+			"shutdown_after_seconds": prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter()},
 		})),
 		outputSchema[ExtendResult](),
 		hints(false, false, true),

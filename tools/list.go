@@ -32,7 +32,7 @@ func listTool(d Deps) server.ServerTool {
 		mcp.WithDescription("Lists a directory: name, size, type and mod_time of each entry."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
 			"path":        pathProp(""),
-			"max_entries": intProp("Most entries", 1, maxMaxEntries, defaultMaxEntries),
+			"max_entries": intProp("", 1, maxMaxEntries, defaultMaxEntries),
 		}))),
 		outputSchema[ListResult](),
 		hints(true, false, true),
@@ -61,7 +61,7 @@ func listTool(d Deps) server.ServerTool {
 func existsTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("file_exists",
 		mcp.WithToolTitle("Check a path in a sandbox"),
-		mcp.WithDescription("Whether a path exists (exists=false when missing, not an error)."),
+		mcp.WithDescription("Whether a path exists (a missing one is no error)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(nil))),
 		outputSchema[ExistsResult](),
 		hints(true, false, true),

@@ -62,7 +62,7 @@ type MetricsResult struct {
 func metricsTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("get_sandbox_metrics",
 		mcp.WithToolTitle("Sandbox metrics"),
-		mcp.WithDescription("CPU, memory, limits, disk use, age and shutdown time of a sandbox, or of all yours in namespace; from the metrics API (about 15 s behind) or sampled in the sandbox."),
+		mcp.WithDescription("CPU, memory, limits, disk use, age and shutdown time of a sandbox, or of all yours in namespace."),
 		inputSchema(objectSchema(nil, map[string]prop{
 			"sandbox_claim_name": optionalClaimProp(),
 			"namespace":          namespaceOrAllProp(),

@@ -38,14 +38,14 @@ type SearchResult struct {
 func searchFilesTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("search_files",
 		mcp.WithToolTitle("Search files in a sandbox"),
-		mcp.WithDescription("Searches a tree: with pattern, matching lines (grep -E) as path:line:text, in files matching glob if given; with glob alone, matching files (a glob with / matches paths). Skips binary files and .git."),
+		mcp.WithDescription("Searches a tree: with pattern, lines matching it (grep -E) as path:line:text, in files matching glob; with glob alone, matching files (a glob with / matches paths). Skips binary files and .git."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"path":        pathProp("Directory to search (default \".\")."),
-			"pattern":     {"type": "string", "maxLength": 4096, "description": "Regular expression (grep -E)."},
+			"path":        withDefault(pathProp(""), "."),
+			"pattern":     {"type": "string", "maxLength": 4096},
 			"glob":        {"type": "string", "maxLength": 1024, "pattern": noControl, "description": "File name pattern, e.g. \"*.go\"."},
-			"ignore_case": boolProp("Ignore case."),
-			"max_results": intProp("Most results", 1, maxMaxResults, defaultMaxResults),
+			"ignore_case": boolProp(""),
+			"max_results": intProp("", 1, maxMaxResults, defaultMaxResults),
 			"timeout":     timeoutProp(),
 		})),
 		outputSchema[SearchResult](),
@@ -132,12 +132,12 @@ func makeDirectoryTool(d Deps) server.ServerTool {
 }
 
 func movePathTool(d Deps) server.ServerTool {
-	return pathTool(d, "move_path", "Move or rename a file or directory", "Moves or renames a path to destination (the new path itself, not a directory to move into), creating "+
+	return pathTool(d, "move_path", "Move or rename a file or directory", "Moves or renames path to destination (the new path, not a directory to move into), creating "+
 		"its parents; an existing destination is replaced only with overwrite.", "move the path",
 		map[string]prop{
-			"path":        pathProp("Path to move."),
+			"path":        pathProp(""),
 			"destination": pathProp("New path."),
-			"overwrite":   boolProp("Replace an existing destination."),
+			"overwrite":   boolProp(""),
 		}, []string{"path", "destination"},
 		false, true, false,
 		func(ctx context.Context, fs workspace.FS, t conn.Target, a pathArgs) (string, error) {
@@ -150,7 +150,7 @@ func removePathTool(d Deps) server.ServerTool {
 		"with recursive. There is no undo.", "remove the path",
 		map[string]prop{
 			"path":      pathProp(""),
-			"recursive": boolProp("Delete a directory and its content."),
+			"recursive": boolProp(""),
 		}, []string{"path"},
 		false, true, true,
 		func(ctx context.Context, fs workspace.FS, t conn.Target, a pathArgs) (string, error) {

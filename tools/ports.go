@@ -28,13 +28,13 @@ type UnexposeResult struct {
 }
 
 func portProp(lead string) prop {
-	return prop{"type": "integer", "minimum": 1, "maximum": 65535, "description": lead + "."}
+	return described(prop{"type": "integer", "minimum": 1, "maximum": 65535}, lead, ".")
 }
 
 func exposeTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("expose_port",
 		mcp.WithToolTitle("Expose a sandbox port"),
-		mcp.WithDescription("Returns a URL to a TCP port of the sandbox (HTTP, streaming, WebSocket); the program must listen on 0.0.0.0. Over HTTP it is under this server with the same credentials (use relative links); over stdio, on 127.0.0.1. It lasts until unexpose_port."),
+		mcp.WithDescription("Returns a URL to a TCP port of the sandbox (HTTP, WebSocket); the program must listen on 0.0.0.0. Over HTTP it is on this server, same credentials (use relative links); over stdio, on 127.0.0.1."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "port"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port the program listens on"),
 		})),
@@ -60,7 +60,7 @@ func unexposeTool(d Deps) server.ServerTool {
 		mcp.WithToolTitle("Stop exposing a sandbox port"),
 		mcp.WithDescription("Ends expose_port's URLs for a port, or for all its ports when port is left out."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
-			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port; every port when left out"),
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp(""),
 		})),
 		outputSchema[UnexposeResult](),
 		hints(false, false, true),

@@ -22,8 +22,7 @@ import (
 const maxWaitSeconds = int((conn.PyRuntimeExecLimit - time.Minute) / time.Second)
 
 func processIDProp() prop {
-	return prop{"type": "string", "minLength": 1, "maxLength": 63, "pattern": `^[a-z0-9][a-z0-9-]*$`,
-		"description": "From start_process."}
+	return prop{"type": "string", "minLength": 1, "maxLength": 63, "pattern": `^[a-z0-9][a-z0-9-]*$`}
 }
 
 type startArgs struct {
@@ -55,11 +54,11 @@ func processInfo(in proc.Info) ProcessInfo {
 func startProcessTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("start_process",
 		mcp.WithToolTitle("Start a long-running process in a sandbox"),
-		mcp.WithDescription("Starts a command in the background and returns its process_id at once (servers, watchers, long builds, interactive programs); it runs until it exits, is signalled or the sandbox goes. read_process_output reads its output, write_process_stdin types into it. Shell or args as in execute_command. Use python -u, or output shows late."),
+		mcp.WithDescription("Starts a command in the background (/bin/sh -c, or with args a program without a shell) and returns its process_id at once; it runs until it exits or is signalled. Use python -u, or output shows late."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "command"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"command": {"type": "string", "minLength": 1, "maxLength": maxCommandChars,
-				"description": "Shell command, e.g. \"python3 -m http.server 8000\"; with args, the program."},
+				"description": "Shell command; with args, the program."},
 			"args": {"type": "array", "items": prop{"type": "string"}, "maxItems": maxArgv,
 				"description": "Arguments; then no shell is used."},
 			"cwd":  cwdProp(),
@@ -111,7 +110,7 @@ type ProcessList struct {
 func listProcessesTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("list_processes",
 		mcp.WithToolTitle("List a sandbox's processes"),
-		mcp.WithDescription("Lists the start_process processes: process_id, name, command, start time, running or how it exited."),
+		mcp.WithDescription("Lists the processes: process_id, name, command, start time, running or how it exited."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
@@ -156,10 +155,10 @@ type SignalResult struct {
 func signalProcessTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("signal_process",
 		mcp.WithToolTitle("Signal a process"),
-		mcp.WithDescription("Signals a start_process process and its group: TERM asks it to stop, INT is Ctrl-C, HUP reloads many servers, KILL kills at once."),
+		mcp.WithDescription("Signals a process and its group: TERM asks it to stop, INT is Ctrl-C, HUP reloads many servers, KILL kills at once."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "process_id"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "process_id": processIDProp(),
-			"signal": {"type": "string", "enum": proc.Signals, "default": "TERM", "description": "Signal to send."},
+			"signal": {"type": "string", "enum": proc.Signals, "default": "TERM"},
 		})),
 		outputSchema[SignalResult](),
 		hints(false, true, false),

@@ -32,12 +32,12 @@ type runCodeArgs struct {
 func runCodeTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("run_code",
 		mcp.WithToolTitle("Run a program in a sandbox"),
-		mcp.WithDescription("Runs python, nodejs, bash or sh code (the interpreter must be in the sandbox; no shell quoting) and returns exit_code, stdout and stderr like execute_command."),
+		mcp.WithDescription("Runs python, nodejs, bash or sh code without shell quoting (the interpreter must be in the sandbox); returns exit_code, stdout and stderr."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "code", "language"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"code":             {"type": "string", "minLength": 1, "maxLength": maxCommandChars, "description": "Source code."},
-			"language":         {"type": "string", "enum": languages(), "description": "Interpreter."},
-			"timeout":          runTimeoutProp(),
+			"code":             {"type": "string", "minLength": 1, "maxLength": maxCommandChars},
+			"language":         {"type": "string", "enum": languages()},
+			"timeout":          timeoutProp(),
 			"max_output_chars": budgetProp(),
 		})),
 		outputSchema[ExecResult](),

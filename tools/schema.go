@@ -88,18 +88,40 @@ const allNamespaces = "*"
 // meant, and would otherwise reach the runtime.
 const noControl = `^[^\x00-\x1f\x7f]*$`
 
-// Arguments most tools share are explained once, in the instructions (sharedArgsText); their
-// schemas keep only the type and the bounds, and a message about one states its rule from here.
-var sharedArgRules = map[string]string{
-	"sandbox_claim_name": "Claim name returned by create_sandbox (sandbox_claim_name).",
-	"namespace": fmt.Sprintf("Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending "+
-		"with a letter or digit, at most %d characters. Defaults to the server's current namespace.", validation.DNS1123LabelMaxLength),
-	"timeout": desc(intProp("Seconds to wait", minTimeout, maxTimeout, defaultTimeout)),
+// Arguments whose schemas carry no description (shared ones the instructions explain once,
+// sharedArgsText, and those whose name, type and tool say enough) keep their rule here, for a
+// message about a bad or missing value.
+var argRules = map[string]string{
+	"sandbox_claim_name":     "Claim name returned by create_sandbox (sandbox_claim_name).",
+	"namespace":              namespaceRule(false),
+	"timeout":                "Seconds to wait.",
+	"process_id":             "The process_id start_process returned.",
+	"max_output_chars":       "The stdout+stderr character budget.",
+	"since":                  "The offsets already read: the previous answer's next.",
+	"wait_seconds":           "Seconds to wait for new output or the end.",
+	"sandbox_ready_timeout":  "Seconds to wait for the sandbox to be ready.",
+	"shutdown_after_seconds": "Seconds before automatic deletion.",
+	"code":                   "The program's source code.",
+	"old_text":               "The exact text to replace, copied from read_file without line numbers.",
+	"content":                "The file's text, or base64 with binary=true.",
+	"max_results":            "How many results at most.",
+	"max_entries":            "How many entries at most.",
+}
+
+// namespaceRule is what a message about a bad namespace says; orAll: the tool also takes "*".
+func namespaceRule(orAll bool) string {
+	all := ""
+	if orAll {
+		all = fmt.Sprintf(", or %q for every namespace this server may use", allNamespaces)
+	}
+	return fmt.Sprintf("Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending "+
+		"with a letter or digit, at most %d characters%s. Defaults to the server's current namespace.", validation.DNS1123LabelMaxLength, all)
 }
 
 // sharedArgsText is the instructions' sentence on the shared arguments; pinned: namespace is fixed.
 func sharedArgsText(pinned bool) string {
-	ns := "namespace is the sandbox's Kubernetes namespace (leave it out for the server's own); "
+	ns := fmt.Sprintf("namespace is the sandbox's Kubernetes namespace (leave it out for the server's own; where a tool lists, %q "+
+		"means every namespace this server may use); ", allNamespaces)
 	if pinned {
 		ns = ""
 	}
@@ -135,19 +157,33 @@ func namespaceProp() prop {
 
 // namespaceOrAllProp is a namespace argument of a tool that can also look across the allowlist.
 func namespaceOrAllProp() prop {
-	return prop{"type": "string", "format": formatNamespaceOrAll,
-		"description": fmt.Sprintf("Namespace, or %q for all allowed.", allNamespaces)}
+	return prop{"type": "string", "format": formatNamespaceOrAll} // "*": sharedArgsText
 }
 
 func warmpoolProp() prop {
 	return prop{"type": "string", "format": formatObjectName,
-		"description": "SandboxWarmPool to claim from (list_sandbox_templates lists them)."}
+		"description": "From list_sandbox_templates."}
 }
 
 // intProp is a bounded integer. Its bounds and default are the schema's keywords, which models
 // read; the description does not say them again, and a range error quotes them (rangeSentence).
 func intProp(lead string, min, max, def int) prop {
-	return prop{"type": "integer", "minimum": min, "maximum": max, "default": def, "description": lead + "."}
+	return described(prop{"type": "integer", "minimum": min, "maximum": max, "default": def}, lead, ".")
+}
+
+// described is p with the description text+end, or none when text is "": an argument whose
+// name, type and tool say enough (or that the instructions explain) costs no prose.
+func described(p prop, text, end string) prop {
+	if text != "" {
+		p["description"] = text + end
+	}
+	return p
+}
+
+// withDefault is p with a default the handler applies too.
+func withDefault(p prop, def any) prop {
+	p["default"] = def
+	return p
 }
 
 // timeoutProp is a shared argument (sharedArgsText): bounds and default only.
@@ -155,23 +191,10 @@ func timeoutProp() prop {
 	return prop{"type": "integer", "minimum": minTimeout, "maximum": maxTimeout, "default": defaultTimeout}
 }
 
-// runTimeoutProp is timeoutProp for commands, which on the python runtime also meet that
-// runtime's own limit.
-func runTimeoutProp() prop {
-	p := timeoutProp()
-	p["description"] = sharedArgRules["timeout"] + fmt.Sprintf(" The python runtime also ends a command after %d s.",
-		int(conn.PyRuntimeExecLimit.Seconds()))
-	return p
-}
-
 // pathProp is a path argument; what, when not "", says which path it is beyond the shared rule
 // the instructions give (sharedArgsText).
 func pathProp(what string) prop {
-	p := prop{"type": "string", "format": formatPath}
-	if what != "" {
-		p["description"] = what
-	}
-	return p
+	return described(prop{"type": "string", "format": formatPath}, what, "")
 }
 
 // patternRules say in words what a pattern wants, for the message of a value that breaks it.
@@ -191,7 +214,7 @@ func cwdProp() prop {
 
 func envProp() prop {
 	return prop{"type": "object", "maxProperties": maxEnvVars, "additionalProperties": prop{"type": "string"},
-		"description": "Variables to add, e.g. {\"PORT\": \"8000\"}."}
+		"description": "Variables to add."}
 }
 
 // checkEnv refuses a variable name no shell can export.
@@ -205,15 +228,15 @@ func checkEnv(env map[string]string) error {
 }
 
 func stringMapProp(desc string) prop {
-	return prop{"type": "object", "additionalProperties": prop{"type": "string"}, "description": desc}
+	return described(prop{"type": "object", "additionalProperties": prop{"type": "string"}}, desc, "")
 }
 
 func boolProp(desc string) prop {
-	return prop{"type": "boolean", "description": desc} // false when left out, as a model assumes
+	return described(prop{"type": "boolean"}, desc, "") // false when left out, as a model assumes
 }
 
 func budgetProp() prop {
-	return intProp("stdout+stderr character budget", output.MinBudget, output.MaxBudget, output.DefaultBudget)
+	return intProp("", output.MinBudget, output.MaxBudget, output.DefaultBudget) // explained in the instructions
 }
 
 // intArg reads an optional integer argument the schema has already bounded.

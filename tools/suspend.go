@@ -56,7 +56,7 @@ type ResumeResult struct {
 func suspendTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("suspend_sandbox",
 		mcp.WithToolTitle("Suspend a sandbox"),
-		mcp.WithDescription("Deletes the sandbox's pod (no CPU or memory used) and keeps the sandbox for resume_sandbox. Processes end; only files on its persistent volume (create_sandbox's volume_size) survive."),
+		mcp.WithDescription("Deletes the sandbox's pod (no CPU or memory used), keeping the sandbox for resume_sandbox. Processes end; only files on its persistent volume survive."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 		})),
@@ -106,7 +106,7 @@ func resumeTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema([]string{"sandbox_claim_name"}, map[string]prop{
 			"sandbox_claim_name":    claimProp(),
 			"namespace":             namespaceProp(),
-			"sandbox_ready_timeout": intProp("Seconds to wait for ready", minTimeout, maxTimeout, defaultReadyTimeout),
+			"sandbox_ready_timeout": intProp("", minTimeout, maxTimeout, defaultReadyTimeout),
 		})),
 		outputSchema[ResumeResult](),
 		hints(false, false, true),

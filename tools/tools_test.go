@@ -35,13 +35,13 @@ func TestBadInput(t *testing.T) {
 		budgetRange     = "max_output_chars must be between 128 and 300000, got %d. Pass a value in that range, or leave max_output_chars out for the default (30000)."
 		entriesRange    = "max_entries must be between 1 and 10000, got %d. Pass a value in that range, or leave max_entries out for the default (1000)."
 		nsRule          = "Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters. Defaults to the server's current namespace."
-		nsOrAllRule     = "Namespace, or \"*\" for all allowed."
+		nsOrAllRule     = "Kubernetes namespace of the sandbox: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters, or \"*\" for every namespace this server may use. Defaults to the server's current namespace."
 		poolRule        = "A Kubernetes object name: lowercase letters, digits, '-' and '.', at most 253 characters."
 		claimRule       = "Claim name returned by create_sandbox (sandbox_claim_name)."
 		pathRule        = "A path of 1 to 4096 characters, without control characters."
 		notFound        = `Sandbox claim %q is not found in namespace "ns1". It may have been deleted or expired (shutdown_after_seconds); list_sandboxes lists your sandboxes; create_sandbox makes a new one.`
-		execTimeoutRule = "Seconds to wait. The python runtime also ends a command after 300 s."
-		requestRule     = "Your id for this create, e.g. a UUID: repeating it returns the same sandbox while it lives (to retry a create whose answer was lost)."
+		execTimeoutRule = "Seconds to wait."
+		requestRule     = "Repeating it returns the same sandbox while it lives (to retry a lost create)."
 		shutdownMax     = "shutdown_after_seconds must be between 1 and 31536000 seconds, got %s. Pass a value in that range, or leave shutdown_after_seconds out for the default (300)."
 	)
 	f := fmt.Sprintf
@@ -59,9 +59,9 @@ func TestBadInput(t *testing.T) {
 		{"exec budget high", "execute_command", with(map[string]any{"command": "true", "max_output_chars": 300001}), f(budgetRange, 300001)},
 		{"exec blank command", "execute_command", with(map[string]any{"command": "   "}), "command is required and must not be blank"},
 		{"exec empty command", "execute_command", with(map[string]any{"command": ""}),
-			`command must not be empty. Shell command, e.g. "make test 2>&1 | tail -50"; with args, the program.`},
+			`command must not be empty. Shell command; with args, the program.`},
 		{"exec no command", "execute_command", owned,
-			`command is required. Shell command, e.g. "make test 2>&1 | tail -50"; with args, the program.`},
+			`command is required. Shell command; with args, the program.`},
 		{"exec timeout string", "execute_command", with(map[string]any{"command": "true", "timeout": "ten"}),
 			"timeout must be an integer, got a string. " + execTimeoutRule},
 		{"exec args not strings", "execute_command", with(map[string]any{"command": "ls", "args": []any{"-l", 3}}),
@@ -110,7 +110,7 @@ func TestBadInput(t *testing.T) {
 			`namespace "*" needs the operator's list of namespaces (K8S_SANDBOX_ALLOWED_NAMESPACES), and this server has none: pass a namespace`},
 		{"create label value not a string", "create_sandbox", map[string]any{"warmpool": "p", "labels": map[string]any{"a": 1}}, "labels.a must be a string, got a number. "},
 		{"run_code language", "run_code", with(map[string]any{"code": "1", "language": "ruby"}), `language must be one of bash, nodejs, python, sh; got "ruby".`},
-		{"extend without seconds", "extend_sandbox", with(nil), "shutdown_after_seconds is required. Seconds from now."},
+		{"extend without seconds", "extend_sandbox", with(nil), "shutdown_after_seconds is required. Seconds before automatic deletion."},
 		{"extend zero", "extend_sandbox", with(map[string]any{"shutdown_after_seconds": 0}),
 			"shutdown_after_seconds must be between 1 and 31536000 seconds, got 0."},
 		{"extend other owner", "extend_sandbox", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1", "shutdown_after_seconds": 60}, f(notFound, "theirs")},
@@ -124,7 +124,7 @@ func TestBadInput(t *testing.T) {
 			"sandbox_ready_timeout must be between 1 and 600 seconds, got 601. Pass a value in that range, or leave sandbox_ready_timeout out for the default (180)."},
 		{"status other owner", "get_sandbox_status", map[string]any{"sandbox_claim_name": "theirs", "namespace": "ns1"}, f(notFound, "theirs")},
 		{"process id with a slash", "read_process_output", with(map[string]any{"process_id": "../x"}),
-			`process_id "../x" is not valid. From start_process.`},
+			`process_id "../x" is not valid. The process_id start_process returned.`},
 		{"process wait too long", "read_process_output", with(map[string]any{"process_id": "p1", "wait_seconds": 241}),
 			"wait_seconds must be between 0 and 240 seconds, got 241. Pass a value in that range, or leave wait_seconds out for the default (0)."},
 		{"process negative since", "read_process_output", with(map[string]any{"process_id": "p1", "since": map[string]any{"stdout": -1}}),
@@ -143,7 +143,7 @@ func TestBadInput(t *testing.T) {
 		{"read limit too high", "read_file", with(map[string]any{"path": "a", "limit": 10001}),
 			"limit must be between 1 and 10000, got 10001. Pass a value in that range, or leave limit out for the default (1000)."},
 		{"edit no change", "edit_file", with(map[string]any{"path": "a", "old_text": "x", "new_text": "x"}), "old_text and new_text are the same: there is nothing to change"},
-		{"edit empty old", "edit_file", with(map[string]any{"path": "a", "old_text": "", "new_text": "x"}), "old_text must not be empty. Exact text to replace."},
+		{"edit empty old", "edit_file", with(map[string]any{"path": "a", "old_text": "", "new_text": "x"}), "old_text must not be empty. The exact text to replace, copied from read_file without line numbers."},
 		{"search nothing", "search_files", with(nil), "pass pattern (a regular expression to find in files), glob (file names to find), or both"},
 		{"move without destination", "move_path", with(map[string]any{"path": "a"}), "destination is required. New path."},
 		{"unknown argument", "file_exists", with(map[string]any{"path": "a", "pathh": "b"}), `unknown argument "pathh": file_exists takes sandbox_claim_name, path, namespace, timeout.`},

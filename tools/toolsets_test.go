@@ -156,6 +156,38 @@ func TestToolsetSizes(t *testing.T) {
 	}
 }
 
+// TestDescriptionsNameOnlyTheirToolset: a tool's description and argument descriptions name
+// only tools of its own toolset, which --toolsets lists with it; what ties sets together is
+// said in the instructions, which name only listed tools.
+func TestDescriptionsNameOnlyTheirToolset(t *testing.T) {
+	setOf := map[string]string{}
+	for set, names := range toolsets {
+		for _, name := range names {
+			setOf[name] = set
+		}
+	}
+	for _, st := range All(Deps{}) {
+		var schema struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(st.Tool.RawInputSchema, &schema); err != nil {
+			t.Fatal(err)
+		}
+		text := st.Tool.Description
+		for _, p := range schema.Properties {
+			text += " " + p.Description
+		}
+		for other, set := range setOf {
+			if set != setOf[st.Tool.Name] && regexp.MustCompile(`\b`+other+`\b`).MatchString(text) {
+				t.Errorf("%s (toolset %s) names %s (toolset %s), which --toolsets %s does not list",
+					st.Tool.Name, setOf[st.Tool.Name], other, set, setOf[st.Tool.Name])
+			}
+		}
+	}
+}
+
 // TestInstructionsNameOnlyListedTools: whatever the operator's filter, the instructions never
 // tell the model of a tool it cannot call, and still name every one it can.
 func TestInstructionsNameOnlyListedTools(t *testing.T) {
