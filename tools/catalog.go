@@ -50,7 +50,7 @@ type CatalogResult struct {
 func catalogTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("list_sandbox_templates",
 		mcp.WithToolTitle("List warm pools and templates"),
-		mcp.WithDescription("Lists the warm pools create_sandbox can use (images, ready count, whether env or volume_size is allowed) and templates without a pool."),
+		mcp.WithDescription("Lists the warm pools for create_sandbox (images, ready count, whether env and volume_size are allowed) and pool-less templates."),
 		inputSchema(objectSchema(nil, map[string]prop{
 			"namespace": namespaceOrAllProp(),
 		})),

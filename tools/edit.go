@@ -58,8 +58,8 @@ func readFileTool(d Deps) server.ServerTool {
 		mcp.WithDescription("Returns lines of a text file of any size as number, tab, text from offset, with total_lines and next_offset. Binary files are refused."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "path": filePathProp(),
-			"offset":  intProp("First line, counting from 1", 1, 1<<31-1, 1),
-			"limit":   intProp("Most lines", 1, maxReadLines, defaultReadLines),
+			"offset":  intProp("First line (1-based)", 1, 1<<31-1, 1),
+			"limit":   intProp("", 1, maxReadLines, defaultReadLines),
 			"timeout": timeoutProp(),
 		})),
 		outputSchema[ReadFileResult](),
@@ -128,7 +128,7 @@ func editFileTool(d Deps) server.ServerTool {
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "old_text", "new_text"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "path": filePathProp(),
 			"old_text":    {"type": "string", "minLength": 1, "maxLength": maxCommandChars},
-			"new_text":    {"type": "string", "maxLength": maxCommandChars, "description": "Replacement (may be empty)."},
+			"new_text":    {"type": "string", "maxLength": maxCommandChars},
 			"replace_all": boolProp(""),
 			"timeout":     timeoutProp(),
 		})),

@@ -99,7 +99,7 @@ func uploadTool(d Deps) server.ServerTool {
 func downloadTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("download_file",
 		mcp.WithToolTitle("Read a file from a sandbox"),
-		mcp.WithDescription("Reads a file: text as is, or base64 with binary=true (for files that are not UTF-8 text)."),
+		mcp.WithDescription("Reads a file: text as is, or base64 with binary=true (for non-UTF-8 files)."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path"}, fileSchema(map[string]prop{
 			"binary": boolProp(""),
 		}))),

@@ -146,8 +146,8 @@ func movePathTool(d Deps) server.ServerTool {
 }
 
 func removePathTool(d Deps) server.ServerTool {
-	return pathTool(d, "remove_path", "Delete a file or directory", "Deletes a file, link (not its target) or empty directory; a directory with content only "+
-		"with recursive. There is no undo.", "remove the path",
+	return pathTool(d, "remove_path", "Delete a file or directory", "Deletes a file, link (not its target) or empty directory; with recursive, also a "+
+		"directory with content. There is no undo.", "remove the path",
 		map[string]prop{
 			"path":      pathProp(""),
 			"recursive": boolProp(""),

@@ -36,7 +36,7 @@ func exposeTool(d Deps) server.ServerTool {
 		mcp.WithToolTitle("Expose a sandbox port"),
 		mcp.WithDescription("Returns a URL to a TCP port of the sandbox (HTTP, WebSocket); the program must listen on 0.0.0.0. Over HTTP it is on this server, same credentials (use relative links); over stdio, on 127.0.0.1."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "port"}, map[string]prop{
-			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp("Port the program listens on"),
+			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "port": portProp(""),
 		})),
 		outputSchema[ExposeResult](),
 		hints(false, false, true),

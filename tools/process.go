@@ -54,7 +54,7 @@ func processInfo(in proc.Info) ProcessInfo {
 func startProcessTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("start_process",
 		mcp.WithToolTitle("Start a long-running process in a sandbox"),
-		mcp.WithDescription("Starts a command in the background (/bin/sh -c, or with args a program without a shell) and returns its process_id at once; it runs until it exits or is signalled. Use python -u, or output shows late."),
+		mcp.WithDescription("Starts a command in the background (/bin/sh -c, or with args a program without a shell) and returns its process_id at once. Use python -u, or output shows late."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "command"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
 			"command": {"type": "string", "minLength": 1, "maxLength": maxCommandChars,
@@ -63,7 +63,7 @@ func startProcessTool(d Deps) server.ServerTool {
 				"description": "Arguments; then no shell is used."},
 			"cwd":  cwdProp(),
 			"env":  envProp(),
-			"name": {"type": "string", "maxLength": 100, "pattern": noControl, "description": "Label for list_processes."},
+			"name": {"type": "string", "maxLength": 100, "pattern": noControl, "description": "A label."},
 		})),
 		outputSchema[ProcessInfo](),
 		hints(false, true, false),

@@ -43,7 +43,7 @@ type ListSandboxesResult struct {
 func listSandboxesTool(d Deps) server.ServerTool {
 	tool := mcp.NewTool("list_sandboxes",
 		mcp.WithToolTitle("List your sandboxes"),
-		mcp.WithDescription("Lists your sandboxes from any session, restart or replica: name, state, age, shutdown time, pool, labels, request_id."),
+		mcp.WithDescription("Lists your sandboxes, from any session or replica: name, state, age, shutdown time, pool, labels, request_id."),
 		inputSchema(objectSchema(nil, map[string]prop{"namespace": namespaceOrAllProp()})),
 		outputSchema[ListSandboxesResult](),
 		hints(true, false, true),
