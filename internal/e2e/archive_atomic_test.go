@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +24,8 @@ func TestUploadArchiveAllOrNothing(t *testing.T) {
 	for _, c := range runtimes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := stdioSession(t, c.env, "")
+			// A low expansion bound, so that a small bomb passes it (the default is 1 GiB).
+			s := stdioSession(t, append(slices.Clone(c.env), fmt.Sprintf("K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES=%d", bombBound)), "")
 			created := call[createResult](t, s, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns.Name})
 			with := func(extra map[string]any) map[string]any {
 				m := map[string]any{"sandbox_claim_name": created.SandboxClaimName, "namespace": ns.Name}
@@ -55,6 +57,9 @@ func TestUploadArchiveAllOrNothing(t *testing.T) {
 				{"empty tar.gz into the working directory", ".", archiveOf(t, true), "no entries"},
 				{"escaping last entry", "proj", archiveOf(t, true, "new.txt", "n", "keep.txt", "new", "../evil", "e"), "leaves the destination directory"},
 				{"file over a directory holding files", "proj", archiveOf(t, false, "new.txt", "n", "sub", "file"), "not empty"},
+				// 2 MiB of zeros is about 2 KiB gzipped: refused before any of it reaches the sandbox.
+				{"expansion bomb", "proj", archiveOf(t, true, "new.txt", "n", "zeros", strings.Repeat("\x00", 2*bombBound)),
+					"K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES"},
 			} {
 				msg := callError(t, s, "upload_archive", with(map[string]any{"path": tc.dir, "content": base64.StdEncoding.EncodeToString(tc.data)}))
 				if !strings.Contains(msg, tc.want) {
@@ -93,6 +98,9 @@ func TestUploadArchiveAllOrNothing(t *testing.T) {
 
 // archiveOf is a tar of name/body pairs (a name ending in / is a directory), gzip-compressed
 // with zip.
+// bombBound is the expansion bound TestUploadArchiveAllOrNothing's server runs with.
+const bombBound = 1 << 20
+
 func archiveOf(t *testing.T, zip bool, pairs ...string) []byte {
 	t.Helper()
 	var tb bytes.Buffer
