@@ -49,7 +49,7 @@ func openRead(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
 	}
 	if !info.Mode().IsRegular() && !info.IsDir() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%q (%v): %w; only files and directories can be copied", rel, info.Mode().Type(), ErrNotRegular)
+		return nil, nil, fmt.Errorf("%q is %s: %w; only files and directories can be copied", rel, typeName(info.Mode()), ErrNotRegular)
 	}
 	return f, info, nil
 }
@@ -77,7 +77,7 @@ func CreateFile(root *os.Root, rel string, perm fs.FileMode) (*File, error) {
 		case info.Mode()&fs.ModeSymlink != 0:
 			return nil, fmt.Errorf("%q: %w; copy to the path it points to instead", rel, ErrSymlink)
 		case !info.Mode().IsRegular():
-			return nil, fmt.Errorf("%q (%v): %w", rel, info.Mode().Type(), ErrNotRegular)
+			return nil, fmt.Errorf("%q is %s: %w", rel, typeName(info.Mode()), ErrNotRegular)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, pathErr("checking", rel, err)
