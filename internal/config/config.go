@@ -80,6 +80,9 @@ type Config struct {
 	// MaxArchiveExpandedBytes bounds what an upload_archive archive may expand to
 	// (K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES).
 	MaxArchiveExpandedBytes int64
+	// HostPaths are the host directories the copy tools may read and write, their symbolic
+	// links resolved (K8S_SANDBOX_HOST_PATHS, an os.PathListSeparator list; empty: no copies).
+	HostPaths []string
 	// MaxVolumeSize caps create_sandbox's volume_size (MAX_VOLUME_SIZE, a quantity).
 	MaxVolumeSize resource.Quantity
 	// Custom is the rule for create_sandbox's image, cpus and memory (CUSTOM_SANDBOXES__*).
@@ -179,6 +182,7 @@ func Parse(vars map[string]string) (Config, error) {
 		p.fail("API_QPS", "with %sAPI_BURST: %v", Prefix, err)
 	}
 	c.MaxArchiveExpandedBytes = int64(p.integer("MAX_ARCHIVE_EXPANDED_BYTES", workspace.DefaultMaxExpandedBytes, 1, maxArchiveExpandedBytesLimit))
+	c.HostPaths = p.hostPaths()
 	c.Custom = p.custom()
 	c.Metadata = p.metadata()
 	c.MaxVolumeSize = p.quantity("MAX_VOLUME_SIZE", kube.DefaultMaxVolumeSize)

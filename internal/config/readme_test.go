@@ -39,6 +39,7 @@ func TestREADMEDefaults(t *testing.T) {
 		Prefix + "API_BURST":                            "`" + strconv.Itoa(kube.DefaultBurst) + "`",
 		Prefix + "PROCESS_OUTPUT_MAX_BYTES":             "`" + strconv.Itoa(proc.DefaultMaxOutputBytes) + "`",
 		Prefix + "CUSTOM_SANDBOXES__ALLOWED_IMAGES":     "(off)",
+		Prefix + "HOST_PATHS":                           "(off)",
 		Prefix + "MAX_VOLUME_SIZE":                      "`" + kube.DefaultMaxVolumeSize + "`",
 		Prefix + "READ_ONLY":                            "`false`",
 		Prefix + "DISABLE_DESTRUCTIVE":                  "`false`",
