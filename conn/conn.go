@@ -65,10 +65,19 @@ type Conn interface {
 	// the command's whole process group inside the sandbox is killed and ErrTimeout or
 	// ctx.Err() is returned (wrapped); output seen so far has been written to the writers.
 	Exec(ctx context.Context, t Target, req ExecRequest) (ExecResult, error)
-	// Upload writes data to path, creating parent directories.
-	Upload(ctx context.Context, t Target, path string, data []byte) error
-	// Download reads a file; more than maxBytes is ErrTooLarge.
-	Download(ctx context.Context, t Target, path string, maxBytes int64) ([]byte, error)
+	// Upload streams r into path (parent directories created; an existing file replaced) and
+	// returns the bytes written.
+	//
+	// Without a deadline in ctx, an Upload or Download is cancelled when no byte has moved for
+	// 5 minutes, however long it runs (with one, the deadline alone bounds it). r is not read
+	// once Upload has returned; an error from r is returned wrapped. A nil r is an empty file.
+	Upload(ctx context.Context, t Target, path string, r io.Reader) (int64, error)
+	// Download streams the file at path into w and returns the bytes written. A file larger than
+	// maxBytes is ErrTooLarge: before any byte is written when its size is known up front
+	// (Content-Length), else as soon as the limit is passed.
+	//
+	// On an error w may hold part of the file (up to maxBytes): callers discard it.
+	Download(ctx context.Context, t Target, path string, w io.Writer, maxBytes int64) (int64, error)
 	// List reads a directory, keeping at most maxEntries entries in memory.
 	List(ctx context.Context, t Target, path string, maxEntries int) (Listing, error)
 	// Exists reports whether a file or directory exists; a missing path is (false, nil).

@@ -1,7 +1,6 @@
 package conn
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,16 +115,6 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readCapped reads a whole body of at most max bytes.
-func readCapped(r io.Reader, max int64) ([]byte, error) {
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(&capReader{r: r, n: max})
-	if err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // decodeJSON decodes a bounded JSON body into v.
 func decodeJSON(op string, r io.Reader, max int64, v any) error {
 	if err := json.NewDecoder(&capReader{r: r, n: max}).Decode(v); err != nil {
@@ -135,31 +124,4 @@ func decodeJSON(op string, r io.Reader, max int64, v any) error {
 		return fmt.Errorf("%s: decoding response: %w", op, err)
 	}
 	return nil
-}
-
-// downloadLimit is the effective Download bound: the call's, capped by the configured one.
-func downloadLimit(call, configured int64) int64 {
-	limit := configured
-	if limit <= 0 {
-		limit = DefaultMaxDownloadBytes
-	}
-	if call > 0 && call < limit {
-		limit = call
-	}
-	return limit
-}
-
-// readDownload reads a file body, refusing more than limit bytes with ErrTooLarge.
-func readDownload(op string, resp *http.Response, limit int64) ([]byte, error) {
-	if resp.ContentLength > limit {
-		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d", op, ErrTooLarge, resp.ContentLength, limit)
-	}
-	data, err := readCapped(resp.Body, limit)
-	if errors.Is(err, errBodyTooLarge) {
-		return nil, fmt.Errorf("%s: %w: more than %d bytes", op, ErrTooLarge, limit)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading body: %w", op, err)
-	}
-	return data, nil
 }

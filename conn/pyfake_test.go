@@ -142,8 +142,8 @@ func (f *fakeRuntime) upload(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 403, map[string]string{"message": "Access denied"})
 			return
 		}
-		data, _ := io.ReadAll(part)
-		if err := os.WriteFile(full, data, 0o644); err != nil {
+		// Streamed to the file, so that the tests of large uploads measure the client only.
+		if err := writeFile(full, part); err != nil {
 			writeJSON(w, 500, map[string]string{"message": "File upload failed: " + err.Error()})
 			return
 		}
@@ -186,14 +186,29 @@ func (f *fakeRuntime) download(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 404, map[string]string{"message": "File not found"})
 		return
 	}
-	data, err := os.ReadFile(full)
+	file, err := os.Open(full)
+	if err != nil {
+		writeJSON(w, 500, map[string]string{"message": err.Error()})
+		return
+	}
+	defer file.Close()
+	st, err := file.Stat()
 	if err != nil {
 		writeJSON(w, 500, map[string]string{"message": err.Error()})
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", fmt.Sprint(len(data)))
-	_, _ = w.Write(data)
+	w.Header().Set("Content-Length", fmt.Sprint(st.Size()))
+	_, _ = io.Copy(w, file)
+}
+
+func writeFile(name string, r io.Reader) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	return errors.Join(err, f.Close())
 }
 
 func (f *fakeRuntime) list(w http.ResponseWriter, r *http.Request) {

@@ -1,9 +1,11 @@
 package conn_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -109,7 +111,7 @@ func TestPathsAboveSendNoRequest(t *testing.T) {
 		op string
 		do func(p string) error
 	}{
-		{"Download", func(p string) error { _, err := c.Download(t.Context(), routedTarget, p, 10); return err }},
+		{"Download", func(p string) error { _, err := c.Download(t.Context(), routedTarget, p, io.Discard, 10); return err }},
 		{"List", func(p string) error { _, err := c.List(t.Context(), routedTarget, p, 10); return err }},
 		{"Exists", func(p string) error { _, err := c.Exists(t.Context(), routedTarget, p); return err }},
 	} {
@@ -181,10 +183,10 @@ func TestInClusterErrors(t *testing.T) {
 func TestRuntimeDownloadLimitFromConfig(t *testing.T) {
 	srv, _ := startRouted(t, nil)
 	c := mustNew(t, conn.Config{Type: conn.TypeDirect, APIURL: srv.URL + "/sandbox-router", ServerPort: 8888, MaxDownloadBytes: 100}, nil)
-	if err := c.Upload(t.Context(), routedTarget, "f.bin", make([]byte, 101)); err != nil {
+	if _, err := c.Upload(t.Context(), routedTarget, "f.bin", bytes.NewReader(make([]byte, 101))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Download(t.Context(), routedTarget, "f.bin", 1<<20); !errors.Is(err, conn.ErrTooLarge) {
+	if _, err := c.Download(t.Context(), routedTarget, "f.bin", io.Discard, 1<<20); !errors.Is(err, conn.ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge from the configured 100-byte limit", err)
 	}
 }
@@ -193,7 +195,7 @@ func TestRuntimeUploadRefusesQuotesInNames(t *testing.T) {
 	srv, router := startRouted(t, nil)
 	c := directConn(t, srv)
 	for _, p := range []string{`a"b.txt`, `back\slash.txt`} {
-		if err := c.Upload(t.Context(), routedTarget, p, []byte("x")); err == nil || !strings.Contains(err.Error(), "python runtime") {
+		if _, err := c.Upload(t.Context(), routedTarget, p, strings.NewReader("x")); err == nil || !strings.Contains(err.Error(), "python runtime") {
 			t.Errorf("Upload(%q): got %v, want a clear refusal", p, err)
 		}
 	}

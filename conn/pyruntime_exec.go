@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -98,7 +99,7 @@ func (p *pyConn) post(ctx context.Context, t Target, command string, hint time.D
 		return nil, false, fmt.Errorf("exec: encoding request: %w", err)
 	}
 	resp, err := p.do(ctx, t, request{op: "exec", method: http.MethodPost, path: "/execute",
-		body: body, contentType: "application/json", timeoutHint: hint})
+		body: bytes.NewReader(body), contentType: "application/json", timeoutHint: hint})
 	if err != nil {
 		var pre *preSendError
 		return nil, !errors.As(err, &pre), err

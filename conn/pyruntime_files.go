@@ -19,50 +19,64 @@ func runtimePath(p string) string {
 	return escapePath(escapePath(p))
 }
 
-func (p *pyConn) Upload(ctx context.Context, t Target, dest string, data []byte) error {
+func (p *pyConn) Upload(ctx context.Context, t Target, dest string, r io.Reader) (int64, error) {
 	op := fmt.Sprintf("upload %q", dest)
 	rel, err := uploadPath(dest)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if strings.ContainsAny(rel, "\"\\") {
 		// The name travels as a multipart filename, where these would need escaping
 		// that the runtime's form parser does not reliably undo.
-		return fmt.Errorf("%s: the python runtime cannot store names containing '\"' or '\\'", op)
+		return 0, fmt.Errorf("%s: the python runtime cannot store names containing '\"' or '\\'", op)
 	}
-	ctx, cancel := withCallTimeout(ctx)
-	defer cancel()
+	tr := startTransfer(ctx, defaultCallTimeout)
+	defer tr.stop()
 	// The v0.5.6 runtime opens the file without creating its parent directories.
 	if dir := path.Dir(rel); dir != "." {
-		if err := p.mkdirAll(ctx, t, dir); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
+		if err := p.mkdirAll(tr.ctx, t, dir); err != nil {
+			return 0, tr.explain(op, fmt.Errorf("%s: %w", op, err))
 		}
 	}
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
+	head, tail, contentType, err := formFraming(rel)
+	if err != nil {
+		return 0, fmt.Errorf("%s: building form: %w", op, err)
+	}
+	src := newSource(tr, r)
+	req := request{op: op, method: http.MethodPost, path: "/upload", contentType: contentType,
+		body: io.MultiReader(bytes.NewReader(head), src, bytes.NewReader(tail))}
+	if n := knownSize(r); n >= 0 {
+		req.size = int64(len(head)) + n + int64(len(tail))
+	}
+	resp, err := p.do(tr.ctx, t, req)
+	if err == nil {
+		defer resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			err = statusError(op, resp)
+		}
+	}
+	return finishUpload(op, tr, src, err)
+}
+
+// formFraming is the multipart/form-data body of one "file" part named name, without its
+// content: what goes before it and after it. The content then streams between the two (no
+// goroutine feeding a pipe, and a Content-Length when the content's size is known), and the
+// framing is still multipart.Writer's own.
+func formFraming(name string) (head, tail []byte, contentType string, err error) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
 	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, rel))
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, name))
 	h.Set("Content-Type", "application/octet-stream")
-	part, err := mw.CreatePart(h)
-	if err == nil {
-		_, err = part.Write(data)
+	if _, err := mw.CreatePart(h); err != nil {
+		return nil, nil, "", err
 	}
-	if err == nil {
-		err = mw.Close()
+	n := buf.Len()
+	if err := mw.Close(); err != nil {
+		return nil, nil, "", err
 	}
-	if err != nil {
-		return fmt.Errorf("%s: building form: %w", op, err)
-	}
-	resp, err := p.do(ctx, t, request{op: op, method: http.MethodPost, path: "/upload",
-		body: body.Bytes(), contentType: mw.FormDataContentType()})
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return statusError(op, resp)
-	}
-	return nil
+	b := buf.Bytes()
+	return b[:n:n], b[n:], mw.FormDataContentType(), nil
 }
 
 // mkdirScript creates the directory $1 one segment at a time under the working directory,
@@ -107,31 +121,31 @@ func (p *pyConn) mkdirAll(ctx context.Context, t Target, dir string) error {
 	return nil
 }
 
-func (p *pyConn) Download(ctx context.Context, t Target, file string, maxBytes int64) ([]byte, error) {
+func (p *pyConn) Download(ctx context.Context, t Target, file string, w io.Writer, maxBytes int64) (int64, error) {
 	op := fmt.Sprintf("download %q", file)
 	send, err := filePath(op, file)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	ctx, cancel := withCallTimeout(ctx)
-	defer cancel()
-	resp, err := p.do(ctx, t, request{op: op, method: http.MethodGet, path: "/download/" + runtimePath(send)})
+	tr := startTransfer(ctx, defaultCallTimeout)
+	defer tr.stop()
+	resp, err := p.do(tr.ctx, t, request{op: op, method: http.MethodGet, path: "/download/" + runtimePath(send)})
 	if err != nil {
-		return nil, err
+		return 0, tr.explain(op, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
 		// The runtime answers "File not found" for directories too.
 		notFound := statusError(op, resp)
-		if ok, err := p.Exists(ctx, t, file); err == nil && ok {
-			return nil, fmt.Errorf("%s: %w", op, ErrIsDir)
+		if ok, err := p.Exists(tr.ctx, t, file); err == nil && ok {
+			return 0, fmt.Errorf("%s: %w", op, ErrIsDir)
 		}
-		return nil, notFound
+		return 0, notFound
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(op, resp)
+		return 0, statusError(op, resp)
 	}
-	return readDownload(op, resp, downloadLimit(maxBytes, p.maxDownload))
+	return copyDownload(op, tr, resp, w, downloadLimit(maxBytes, p.maxDownload))
 }
 
 func (p *pyConn) List(ctx context.Context, t Target, dir string, maxEntries int) (Listing, error) {

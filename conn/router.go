@@ -1,7 +1,6 @@
 package conn
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,8 @@ import (
 	"time"
 )
 
-// defaultCallTimeout bounds file operations whose context carries no deadline.
+// defaultCallTimeout bounds file operations whose context carries no deadline: in total, and
+// for Upload and Download as the longest time without progress (see startTransfer).
 const defaultCallTimeout = 5 * time.Minute
 
 // endpoint says where the python runtime of a sandbox is reached.
@@ -73,7 +73,8 @@ type request struct {
 	op          string
 	method      string
 	path        string // endpoint path, e.g. "/execute" or "/list/<enc>"
-	body        []byte
+	body        io.Reader
+	size        int64 // body's length when http.NewRequest cannot see it; 0: unknown
 	contentType string
 	// timeoutHint is sent as X-Sandbox-Timeout through a router (0: from the ctx deadline).
 	timeoutHint time.Duration
@@ -90,13 +91,12 @@ func (p *pyConn) do(ctx context.Context, t Target, r request) (*http.Response, e
 	if err != nil {
 		return nil, &preSendError{fmt.Errorf("%s: %w", r.op, err)}
 	}
-	var body io.Reader
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, joinURL(base, r.path), body)
+	req, err := http.NewRequestWithContext(ctx, r.method, joinURL(base, r.path), r.body)
 	if err != nil {
 		return nil, &preSendError{fmt.Errorf("%s: building request: %w", r.op, err)}
+	}
+	if r.size > 0 {
+		req.ContentLength = r.size
 	}
 	if r.contentType != "" {
 		req.Header.Set("Content-Type", r.contentType)

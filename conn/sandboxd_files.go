@@ -1,7 +1,6 @@
 package conn
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,8 +9,9 @@ import (
 	"strings"
 )
 
-// files sends one request to sandboxd's REST API at /v1/files/<path, fully encoded>.
-func (s *sandboxdConn) files(ctx context.Context, t Target, op, method, file string, body []byte) (*http.Response, error) {
+// files sends one request to sandboxd's REST API at /v1/files/<path, fully encoded>. A body
+// (nil for none) is sent as a file's bytes; size is its length, -1 when unknown.
+func (s *sandboxdConn) files(ctx context.Context, t Target, op, method, file string, body io.Reader, size int64) (*http.Response, error) {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -22,17 +22,18 @@ func (s *sandboxdConn) files(ctx context.Context, t Target, op, method, file str
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
 	url := "http://" + hostPort(host, s.restPort) + "/v1/files/" + escapePath(file)
-	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: building request: %w", op, err)
 	}
 	if body != nil {
+		// An empty file says what it is too: sandboxd reads a multipart/form-data body as a
+		// form and anything else as the file, and the wire should not depend on the size.
 		req.Header.Set("Content-Type", "application/octet-stream")
+		if size >= 0 {
+			req.ContentLength = size
+		}
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -41,53 +42,58 @@ func (s *sandboxdConn) files(ctx context.Context, t Target, op, method, file str
 	return resp, nil
 }
 
-func (s *sandboxdConn) Upload(ctx context.Context, t Target, dest string, data []byte) error {
+func (s *sandboxdConn) Upload(ctx context.Context, t Target, dest string, r io.Reader) (int64, error) {
 	op := fmt.Sprintf("upload %q", dest)
 	if _, err := uploadPath(dest); err != nil {
-		return err
+		return 0, err
 	}
-	ctx, cancel := withCallTimeout(ctx)
-	defer cancel()
-	if data == nil {
-		data = []byte{} // a nil body would send no Content-Type; the file is still written empty
+	tr := startTransfer(ctx, defaultCallTimeout)
+	defer tr.stop()
+	src := newSource(tr, r)
+	// The body is r itself, read as the request goes (sandboxd writes it to a temporary file
+	// and renames it into place only once complete). The path goes as given: sandboxd maps
+	// absolute paths under its root dir onto it.
+	resp, err := s.files(tr.ctx, t, op, http.MethodPut, dest, src, knownSize(r))
+	if err == nil {
+		err = uploadStatus(op, resp)
 	}
-	// The path goes as given: sandboxd maps absolute paths under its root dir onto it.
-	resp, err := s.files(ctx, t, op, http.MethodPut, dest, data)
-	if err != nil {
-		return err
-	}
+	return finishUpload(op, tr, src, err)
+}
+
+// uploadStatus reads an upload's answer.
+func uploadStatus(op string, resp *http.Response) error {
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
-	err = statusError(op, resp)
+	err := statusError(op, resp)
 	if resp.StatusCode == http.StatusBadRequest && strings.Contains(err.Error(), "is a directory") {
 		return fmt.Errorf("%w: %w", ErrIsDir, err)
 	}
 	return err
 }
 
-func (s *sandboxdConn) Download(ctx context.Context, t Target, file string, maxBytes int64) ([]byte, error) {
+func (s *sandboxdConn) Download(ctx context.Context, t Target, file string, w io.Writer, maxBytes int64) (int64, error) {
 	op := fmt.Sprintf("download %q", file)
 	send, err := filePath(op, file)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	ctx, cancel := withCallTimeout(ctx)
-	defer cancel()
-	resp, err := s.files(ctx, t, op, http.MethodGet, send, nil)
+	tr := startTransfer(ctx, defaultCallTimeout)
+	defer tr.stop()
+	resp, err := s.files(tr.ctx, t, op, http.MethodGet, send, nil, 0)
 	if err != nil {
-		return nil, err
+		return 0, tr.explain(op, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(op, resp)
+		return 0, statusError(op, resp)
 	}
 	// Files are served as octet-stream; a JSON body is a directory listing.
 	if isJSON(resp) {
-		return nil, fmt.Errorf("%s: %w", op, ErrIsDir)
+		return 0, fmt.Errorf("%s: %w", op, ErrIsDir)
 	}
-	return readDownload(op, resp, downloadLimit(maxBytes, s.maxDownload))
+	return copyDownload(op, tr, resp, w, downloadLimit(maxBytes, s.maxDownload))
 }
 
 func (s *sandboxdConn) List(ctx context.Context, t Target, dir string, maxEntries int) (Listing, error) {
@@ -98,7 +104,7 @@ func (s *sandboxdConn) List(ctx context.Context, t Target, dir string, maxEntrie
 	}
 	ctx, cancel := withCallTimeout(ctx)
 	defer cancel()
-	resp, err := s.files(ctx, t, op, http.MethodGet, send, nil)
+	resp, err := s.files(ctx, t, op, http.MethodGet, send, nil, 0)
 	if err != nil {
 		return Listing{}, err
 	}
@@ -120,7 +126,7 @@ func (s *sandboxdConn) Exists(ctx context.Context, t Target, file string) (bool,
 	}
 	ctx, cancel := withCallTimeout(ctx)
 	defer cancel()
-	resp, err := s.files(ctx, t, op, http.MethodHead, send, nil)
+	resp, err := s.files(ctx, t, op, http.MethodHead, send, nil, 0)
 	if err != nil {
 		return false, err
 	}

@@ -3,6 +3,7 @@ package conn_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -71,7 +72,7 @@ func TestSandboxdServiceModeResolvesWithDNSServer(t *testing.T) {
 	if err != nil || res.ExitCode != 0 || out.String() != "via-dns\n" {
 		t.Fatalf("Exec over gRPC: %q exit %d err %v", out.String(), res.ExitCode, err)
 	}
-	if err := c.Upload(t.Context(), tg, "x.txt", []byte("x")); err != nil {
+	if _, err := c.Upload(t.Context(), tg, "x.txt", strings.NewReader("x")); err != nil {
 		t.Fatalf("Upload over REST: %v", err)
 	}
 	if dns.asked(fqdn+".") == 0 {
@@ -175,7 +176,7 @@ func TestSandboxdUnreachable(t *testing.T) {
 	if !errors.Is(err, conn.ErrUnreachable) {
 		t.Errorf("exec: got %v, want ErrUnreachable", err)
 	}
-	if _, err := c.Download(ctx, tg, "x", 10); !errors.Is(err, conn.ErrUnreachable) {
+	if _, err := c.Download(ctx, tg, "x", io.Discard, 10); !errors.Is(err, conn.ErrUnreachable) {
 		t.Errorf("download: got %v, want ErrUnreachable", err)
 	}
 }

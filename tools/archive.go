@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 
@@ -70,7 +71,7 @@ func uploadArchiveTool(d Deps) server.ServerTool {
 			}
 			// Unpack removes it too; this covers an upload or unpack cut short.
 			defer d.files().RemoveTemp(context.WithoutCancel(ctx), t, tmp)
-			if err := d.Conn.Upload(ctx, t, tmp, data); err != nil {
+			if _, err := d.Conn.Upload(ctx, t, tmp, bytes.NewReader(data)); err != nil {
 				return err
 			}
 			n, err = d.files().Unpack(ctx, t, tmp, a.Path)
@@ -100,7 +101,7 @@ func downloadArchiveTool(d Deps) server.ServerTool {
 		if err := bind(req, &a); err != nil {
 			return failure(op, claimRef{}, err), nil
 		}
-		var data []byte
+		var data bytes.Buffer
 		var size int64
 		if res := d.onClaim(ctx, op, a.claimArgs, a.Timeout, func(ctx context.Context, t conn.Target) error {
 			tmp, err := workspace.TempName()
@@ -116,11 +117,12 @@ func downloadArchiveTool(d Deps) server.ServerTool {
 					"separately, or leave out build outputs (execute_command: tar czf out.tgz --exclude=node_modules ... "+
 					"then download_file with binary=true).", a.Path, size, d.maxDownload())
 			}
-			data, err = d.Conn.Download(ctx, t, tmp, d.maxDownload())
+			data.Grow(int(size))
+			_, err = d.Conn.Download(ctx, t, tmp, &data, d.maxDownload())
 			return err
 		}); res != nil {
 			return res, nil
 		}
-		return structured(DownloadArchiveResult{Content: base64.StdEncoding.EncodeToString(data), Bytes: size}), nil
+		return structured(DownloadArchiveResult{Content: base64.StdEncoding.EncodeToString(data.Bytes()), Bytes: size}), nil
 	}}
 }

@@ -244,19 +244,27 @@ func (f *fakeConn) Exec(_ context.Context, t conn.Target, req conn.ExecRequest) 
 	return conn.ExecResult{ExitCode: f.exitCode}, f.execErr
 }
 
-func (f *fakeConn) Upload(_ context.Context, t conn.Target, path string, data []byte) error {
+func (f *fakeConn) Upload(_ context.Context, t conn.Target, path string, r io.Reader) (int64, error) {
 	f.calls++
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return int64(len(data)), err
+	}
 	f.files[path] = data
-	return nil
+	return int64(len(data)), nil
 }
 
-func (f *fakeConn) Download(_ context.Context, t conn.Target, path string, max int64) ([]byte, error) {
+func (f *fakeConn) Download(_ context.Context, t conn.Target, path string, w io.Writer, max int64) (int64, error) {
 	f.calls++
 	b, ok := f.files[path]
 	if !ok {
-		return nil, fmt.Errorf("%q: %w", path, conn.ErrNotFound)
+		return 0, fmt.Errorf("%q: %w", path, conn.ErrNotFound)
 	}
-	return b, nil
+	if int64(len(b)) > max {
+		return 0, fmt.Errorf("%q: %w: %d bytes, the limit is %d", path, conn.ErrTooLarge, len(b), max)
+	}
+	n, err := w.Write(b)
+	return int64(n), err
 }
 
 func (f *fakeConn) List(_ context.Context, t conn.Target, path string, max int) (conn.Listing, error) {

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"unicode/utf8"
@@ -88,7 +89,8 @@ func uploadTool(d Deps) server.ServerTool {
 			}
 		}
 		if fail := d.onSandbox(ctx, op, a, func(ctx context.Context, t conn.Target) error {
-			return d.Conn.Upload(ctx, t, a.Path, data)
+			_, err := d.Conn.Upload(ctx, t, a.Path, bytes.NewReader(data))
+			return err
 		}); fail != nil {
 			return fail, nil
 		}
@@ -112,13 +114,14 @@ func downloadTool(d Deps) server.ServerTool {
 		if err := bind(req, &a); err != nil {
 			return failure(op, claimRef{}, err), nil
 		}
-		var data []byte
-		if fail := d.onSandbox(ctx, op, a, func(ctx context.Context, t conn.Target) (err error) {
-			data, err = d.Conn.Download(ctx, t, a.Path, d.maxDownload())
+		var buf bytes.Buffer
+		if fail := d.onSandbox(ctx, op, a, func(ctx context.Context, t conn.Target) error {
+			_, err := d.Conn.Download(ctx, t, a.Path, &buf, d.maxDownload())
 			return err
 		}); fail != nil {
 			return fail, nil
 		}
+		data := buf.Bytes()
 		if a.Binary {
 			return structured(DownloadResult{Content: base64.StdEncoding.EncodeToString(data), BytesRead: len(data)}), nil
 		}

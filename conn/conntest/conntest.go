@@ -44,6 +44,7 @@ func Run(t *testing.T, newConn NewConn) {
 		{"ExecCancelKillsProcessGroup", testCancelKillsGroup},
 		{"UploadDownloadBinary", testRoundTrip},
 		{"UploadEmptyAndOverwrite", testEmptyAndOverwrite},
+		{"UploadDownloadStreaming", testStreaming},
 		{"TrickyNames", testTrickyNames},
 		{"UploadRejectsBadPaths", testBadUploadPaths},
 		{"DownloadErrors", testDownloadErrors},

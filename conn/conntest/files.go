@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -29,18 +30,30 @@ func binaryData(n int) []byte {
 
 func (e env) upload(path string, data []byte) {
 	e.t.Helper()
-	if err := e.c.Upload(e.ctx(), e.tg, path, data); err != nil {
-		e.t.Fatalf("Upload(%q): %v", path, err)
+	n, err := e.c.Upload(e.ctx(), e.tg, path, bytes.NewReader(data))
+	if err != nil || n != int64(len(data)) {
+		e.t.Fatalf("Upload(%q): %d of %d bytes, %v", path, n, len(data), err)
 	}
 }
 
 func (e env) download(path string) []byte {
 	e.t.Helper()
-	data, err := e.c.Download(e.ctx(), e.tg, path, 1<<20)
+	data, err := e.downloadMax(path, 1<<20)
 	if err != nil {
 		e.t.Fatalf("Download(%q): %v", path, err)
 	}
 	return data
+}
+
+// downloadMax downloads into a buffer, checking the count Download returns against it.
+func (e env) downloadMax(path string, maxBytes int64) ([]byte, error) {
+	e.t.Helper()
+	var buf bytes.Buffer
+	n, err := e.c.Download(e.ctx(), e.tg, path, &buf, maxBytes)
+	if n != int64(buf.Len()) || n > maxBytes {
+		e.t.Errorf("Download(%q): returned %d bytes, wrote %d, the limit is %d", path, n, buf.Len(), maxBytes)
+	}
+	return buf.Bytes(), err
 }
 
 func (e env) exists(path string) bool {
@@ -70,6 +83,15 @@ func testRoundTrip(t *testing.T, newConn NewConn) {
 func testEmptyAndOverwrite(t *testing.T, newConn NewConn) {
 	e := setup(t, newConn)
 	e.upload("empty.txt", []byte{})
+	// Of unknown length (sent chunked), and nil: an empty file all the same.
+	for _, r := range []io.Reader{io.MultiReader(), nil} {
+		if n, err := e.c.Upload(e.ctx(), e.tg, "empty2.txt", r); err != nil || n != 0 {
+			t.Fatalf("Upload(%T): %d, %v", r, n, err)
+		}
+		if got := e.download("empty2.txt"); len(got) != 0 {
+			t.Fatalf("empty file from %T downloaded as %q", r, got)
+		}
+	}
 	if got := e.download("empty.txt"); len(got) != 0 {
 		t.Fatalf("empty file downloaded as %q", got)
 	}
@@ -103,7 +125,7 @@ func testTrickyNames(t *testing.T, newConn NewConn) {
 func testBadUploadPaths(t *testing.T, newConn NewConn) {
 	e := setup(t, newConn)
 	for _, p := range []string{"", "../escape.txt", "a/../../escape.txt", "bad\x00name", "ctl\nname", "dir/"} {
-		if err := e.c.Upload(e.ctx(), e.tg, p, []byte("x")); err == nil {
+		if _, err := e.c.Upload(e.ctx(), e.tg, p, strings.NewReader("x")); err == nil {
 			t.Errorf("Upload(%q) succeeded, want an error", p)
 		}
 	}
@@ -111,18 +133,18 @@ func testBadUploadPaths(t *testing.T, newConn NewConn) {
 
 func testDownloadErrors(t *testing.T, newConn NewConn) {
 	e := setup(t, newConn)
-	if _, err := e.c.Download(e.ctx(), e.tg, "missing.txt", 1<<20); !errors.Is(err, conn.ErrNotFound) {
+	if _, err := e.downloadMax("missing.txt", 1<<20); !errors.Is(err, conn.ErrNotFound) {
 		t.Errorf("missing file: got %v, want ErrNotFound", err)
 	}
 	e.mustSh("mkdir -p adir")
-	if _, err := e.c.Download(e.ctx(), e.tg, "adir", 1<<20); !errors.Is(err, conn.ErrIsDir) {
+	if _, err := e.downloadMax("adir", 1<<20); !errors.Is(err, conn.ErrIsDir) {
 		t.Errorf("directory: got %v, want ErrIsDir", err)
 	}
 	e.upload("big.bin", binaryData(1000))
-	if _, err := e.c.Download(e.ctx(), e.tg, "big.bin", 100); !errors.Is(err, conn.ErrTooLarge) {
+	if _, err := e.downloadMax("big.bin", 100); !errors.Is(err, conn.ErrTooLarge) {
 		t.Errorf("1256 bytes with a 100-byte limit: got %v, want ErrTooLarge", err)
 	}
-	if got, err := e.c.Download(e.ctx(), e.tg, "big.bin", 1256); err != nil || len(got) != 1256 {
+	if got, err := e.downloadMax("big.bin", 1256); err != nil || len(got) != 1256 {
 		t.Errorf("exactly at the limit: %d bytes, %v", len(got), err)
 	}
 }
@@ -218,7 +240,7 @@ func testPathsAbove(t *testing.T, newConn NewConn) {
 	e := setup(t, newConn)
 	e.upload("sub/f.txt", []byte("x"))
 	for _, p := range []string{"..", "../", "/..", "../x", "/../x", "a/../../b", "sub/../.."} {
-		_, errD := e.c.Download(e.ctx(), e.tg, p, 1<<20)
+		_, errD := e.downloadMax(p, 1<<20)
 		_, errL := e.c.List(e.ctx(), e.tg, p, 10)
 		_, errE := e.c.Exists(e.ctx(), e.tg, p)
 		for op, err := range map[string]error{"Download": errD, "List": errL, "Exists": errE} {

@@ -241,7 +241,7 @@ func testArchives(t *testing.T, newConn NewConn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.Upload(ctx, e.tg, tmp, buf.Bytes()); err != nil {
+	if _, err := e.c.Upload(ctx, e.tg, tmp, &buf); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := fs.Unpack(ctx, e.tg, tmp, "proj"); err != nil || n != 2 {
@@ -258,7 +258,7 @@ func testArchives(t *testing.T, newConn NewConn) {
 	if err != nil || size == 0 {
 		t.Fatalf("pack: %d, %v", size, err)
 	}
-	data, err := e.c.Download(ctx, e.tg, out, 1<<20)
+	data, err := e.downloadMax(out, 1<<20)
 	fs.RemoveTemp(ctx, e.tg, out)
 	if err != nil || int64(len(data)) != size {
 		t.Fatalf("download the archive: %d bytes, %v", len(data), err)
@@ -285,7 +285,7 @@ func testArchives(t *testing.T, newConn NewConn) {
 	if files["./src/main.go"] != "package main\n" || files["./README"] != "hi\n" || len(files) != 2 {
 		t.Fatalf("packed files: %v", files)
 	}
-	if err := e.c.Upload(ctx, e.tg, tmp, []byte("not a tar")); err != nil {
+	if _, err := e.c.Upload(ctx, e.tg, tmp, strings.NewReader("not a tar")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fs.Unpack(ctx, e.tg, tmp, "bad"); !errors.Is(err, workspace.ErrBadArchive) {
@@ -356,7 +356,7 @@ func testArchivesAtomic(t *testing.T, newConn NewConn) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.c.Upload(e.ctx(), e.tg, tmp, data); err != nil {
+		if _, err := e.c.Upload(e.ctx(), e.tg, tmp, bytes.NewReader(data)); err != nil {
 			t.Fatal(err)
 		}
 		_, err = fs.Unpack(e.ctx(), e.tg, tmp, dir)
