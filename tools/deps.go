@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/hostfs"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -65,6 +67,12 @@ type Deps struct {
 	// MaxArchiveExpandedBytes bounds what an upload_archive archive expands to; 0 means
 	// workspace.DefaultMaxExpandedBytes.
 	MaxArchiveExpandedBytes int64
+	// MaxTransferBytes bounds each file a copy tool or transfer URL moves (its default is the
+	// config's, K8S_SANDBOX_MAX_TRANSFER_BYTES); 0 means no bound beyond the timeout.
+	MaxTransferBytes int64
+	// HostFS are the host directories the copy tools may use (K8S_SANDBOX_HOST_PATHS); the
+	// tools are listed only when it has some.
+	HostFS *hostfs.Roots
 	// AllowedNamespaces, when not empty, is the only namespaces tools may use.
 	AllowedNamespaces []string
 	// MaxSandboxesPerOwner caps live sandboxes per owner; 0 means no cap.
@@ -157,6 +165,14 @@ type Tracker interface {
 // procs reaches start_process processes through the same Conn as every other tool.
 func (d Deps) procs() proc.Runner {
 	return proc.Runner{Exec: d.Conn, MaxOutputBytes: d.ProcessOutputBytes}
+}
+
+// maxTransfer is MaxTransferBytes, or no bound.
+func (d Deps) maxTransfer() int64 {
+	if d.MaxTransferBytes > 0 {
+		return d.MaxTransferBytes
+	}
+	return math.MaxInt64 - 1 // capReader adds one
 }
 
 func (d Deps) maxDownload() int64 {
