@@ -40,6 +40,7 @@ func TestLayering(t *testing.T) {
 		{"internal/localstack", nil, nil},
 		{"internal/ports", []string{"conn", "internal/token", "kube"}, nil},
 		{"internal/token", nil, nil},
+		{"internal/transfer", []string{"conn", "internal/token", "kube"}, nil},
 		{"internal/telemetry", nil, nil},
 		{"internal/tracing", nil, []string{mcpgo}},
 		{"bench/load", nil, []string{gosdk}},
