@@ -33,7 +33,7 @@ func TestLayering(t *testing.T) {
 		{"internal/auth", []string{"internal/auth/authtest"}, []string{mcpgo}},
 		{"internal/auth/authtest", nil, nil},
 		{"internal/cleanup", []string{"kube"}, nil},
-		{"internal/config", []string{"conn", "conn/proc", "conn/workspace", "kube"}, nil},
+		{"internal/config", []string{"conn", "conn/proc", "conn/workspace", "internal/transfer", "kube"}, nil},
 		{"internal/logging", nil, nil},
 		{"internal/owner", []string{"internal/auth"}, []string{mcpgo}},
 		{"internal/serve", []string{"internal/auth", "internal/auth/authtest", "internal/logging"}, []string{mcpgo}},
