@@ -138,29 +138,52 @@ func (c *Client) Exposed(ctx context.Context, namespace, name string, fresh bool
 	}
 	if !ok {
 		var err error
-		if obj, err = c.ext.ExtensionsV1beta1().SandboxClaims(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			if apierrors.IsNotFound(err) {
-				return Claim{}, nil, &notFoundError{namespace: namespace, name: name}
-			}
-			return Claim{}, nil, fmt.Errorf("getting sandbox claim %q in namespace %q: %w", name, namespace, err)
-		}
-		if obj.Labels[c.ownerKey] == "" {
-			return Claim{}, nil, &notFoundError{namespace: namespace, name: name}
+		if obj, err = c.serverClaim(ctx, namespace, name); err != nil {
+			return Claim{}, nil, err
 		}
 		c.watchNamespace(namespace)
-		if sb = nil; obj.Status.SandboxStatus.Name != "" {
-			if sb, err = c.getSandbox(ctx, namespace, obj.Status.SandboxStatus.Name); err != nil {
-				return Claim{}, nil, err
-			}
+		if sb, err = c.claimSandbox(ctx, obj); err != nil {
+			return Claim{}, nil, err
 		}
 	}
+	return claimWithSandbox(obj, sb), exposures(obj), nil
+}
+
+// serverClaim GETs a claim this server made, whoever owns it (a request through a URL it
+// handed out carries no MCP owner; its token decides). A claim without the owner label is
+// not found.
+func (c *Client) serverClaim(ctx context.Context, namespace, name string) (*extv1beta1.SandboxClaim, error) {
+	obj, err := c.ext.ExtensionsV1beta1().SandboxClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, &notFoundError{namespace: namespace, name: name}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting sandbox claim %q in namespace %q: %w", name, namespace, err)
+	}
+	if obj.Labels[c.ownerKey] == "" {
+		return nil, &notFoundError{namespace: namespace, name: name}
+	}
+	return obj, nil
+}
+
+// claimSandbox GETs the Sandbox bound to obj; nil when none is bound or it does not exist.
+func (c *Client) claimSandbox(ctx context.Context, obj *extv1beta1.SandboxClaim) (*sandboxv1beta1.Sandbox, error) {
+	if obj.Status.SandboxStatus.Name == "" {
+		return nil, nil
+	}
+	return c.getSandbox(ctx, obj.Namespace, obj.Status.SandboxStatus.Name)
+}
+
+// claimWithSandbox is what reaching the sandbox needs: addresses from the Sandbox (none
+// when the claim names one that is gone), not readiness.
+func claimWithSandbox(obj *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox) Claim {
 	claim := claimFromObject(obj)
 	claim.Ready = false
 	if sb == nil && claim.SandboxName != "" {
 		claim.PodIPs = nil
 	}
 	fillFromSandbox(&claim, sb)
-	return claim, exposures(obj), nil
+	return claim
 }
 
 // Valid says whether tokenHash is one of the exposure's live tokens.

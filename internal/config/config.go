@@ -21,6 +21,7 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/workspace"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/transfer"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -83,6 +84,9 @@ type Config struct {
 	// HostPaths are the host directories the copy tools may read and write, their symbolic
 	// links resolved (K8S_SANDBOX_HOST_PATHS, an os.PathListSeparator list; empty: no copies).
 	HostPaths []string
+	// MaxTransferBytes bounds each file a create_transfer_url URL moves
+	// (K8S_SANDBOX_MAX_TRANSFER_BYTES).
+	MaxTransferBytes int64
 	// MaxVolumeSize caps create_sandbox's volume_size (MAX_VOLUME_SIZE, a quantity).
 	MaxVolumeSize resource.Quantity
 	// Custom is the rule for create_sandbox's image, cpus and memory (CUSTOM_SANDBOXES__*).
@@ -183,6 +187,7 @@ func Parse(vars map[string]string) (Config, error) {
 	}
 	c.MaxArchiveExpandedBytes = int64(p.integer("MAX_ARCHIVE_EXPANDED_BYTES", workspace.DefaultMaxExpandedBytes, 1, maxArchiveExpandedBytesLimit))
 	c.HostPaths = p.hostPaths()
+	c.MaxTransferBytes = int64(p.integer("MAX_TRANSFER_BYTES", transfer.DefaultMaxBytes, 1, maxTransferBytesLimit))
 	c.Custom = p.custom()
 	c.Metadata = p.metadata()
 	c.MaxVolumeSize = p.quantity("MAX_VOLUME_SIZE", kube.DefaultMaxVolumeSize)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/workspace"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/transfer"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -145,6 +146,20 @@ func TestParse(t *testing.T) {
 			}},
 		{name: "archive expansion bound zero", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES": "0"},
 			wantErr: `K8S_SANDBOX_MAX_ARCHIVE_EXPANDED_BYTES must be an integer from 1 to 1099511627776, got "0"`},
+		{name: "transfer cap default", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster"},
+			check: func(t *testing.T, c Config) {
+				if c.MaxTransferBytes != transfer.DefaultMaxBytes {
+					t.Errorf("transfer cap %d", c.MaxTransferBytes)
+				}
+			}},
+		{name: "transfer cap", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_TRANSFER_BYTES": "1099511627776"},
+			check: func(t *testing.T, c Config) {
+				if c.MaxTransferBytes != 1<<40 {
+					t.Errorf("transfer cap %d", c.MaxTransferBytes)
+				}
+			}},
+		{name: "transfer cap zero", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_MAX_TRANSFER_BYTES": "0"},
+			wantErr: `K8S_SANDBOX_MAX_TRANSFER_BYTES must be an integer from 1 to 1099511627776, got "0"`},
 		{name: "unknown variable reported", vars: map[string]string{"K8S_SANDBOX_CONNECTION__TYPE": "in-cluster", "K8S_SANDBOX_CONECTION__USE_POD_IP": "true", "K8S_SANDBOX_CONNECTION__API_URL": "x"},
 			check: func(t *testing.T, c Config) {
 				if len(c.Unknown) != 1 || c.Unknown[0] != "K8S_SANDBOX_CONECTION__USE_POD_IP" {

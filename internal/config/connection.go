@@ -13,14 +13,15 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 )
 
-// Bounds of the connection settings and of the archives that travel over them; the
-// messages take their numbers from here.
+// Bounds of the connection settings and of the archives and transfers that travel over them;
+// the messages take their numbers from here.
 const (
 	maxGatewayReadySeconds = 3600
 	maxDownloadBytesLimit  = 1 << 30
-	// An archive expands on the sandbox's disk, not in the server's memory: a terabyte
-	// only keeps the number sane.
+	// An archive expands, and a transfer URL's file streams, on the sandbox's disk, not in
+	// the server's memory: a terabyte only keeps the numbers sane.
 	maxArchiveExpandedBytesLimit = 1 << 40
+	maxTransferBytesLimit        = 1 << 40
 	defaultDNSPort               = "53"
 )
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/transfer"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -30,6 +31,7 @@ func TestREADMEDefaults(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		Prefix + "MAX_DOWNLOAD_BYTES":                   "`" + strconv.Itoa(conn.DefaultMaxDownloadBytes) + "`",
+		Prefix + "MAX_TRANSFER_BYTES":                   "`" + strconv.Itoa(transfer.DefaultMaxBytes) + "`",
 		Prefix + "CLUSTER_DOMAIN":                       "`" + conn.DefaultClusterDomain + "`",
 		Prefix + "DNS_SERVER":                           "(system resolver)",
 		Prefix + "ALLOW_NO_SHUTDOWN":                    "`" + strconv.FormatBool(defaultAllowNoShutdown) + "`",

@@ -14,10 +14,6 @@ package ports
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -34,6 +30,7 @@ import (
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/token"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -137,11 +134,6 @@ func (r *Registry) SetBase(base string) {
 	r.base = strings.TrimSuffix(base, "/")
 }
 
-func hashToken(tok string) string {
-	sum := sha256.Sum256([]byte(tok))
-	return hex.EncodeToString(sum[:])
-}
-
 // ControlPortError refuses a port the connection drives itself (conn.Porter.ControlPorts):
 // its URL would give whoever holds it what the tools guard, e.g. commands through the python
 // runtime's /execute, with no MCP call, audit Event or session in between.
@@ -160,12 +152,11 @@ func (r *Registry) Expose(ctx context.Context, owner, namespace, claim string, p
 			return "", &ControlPortError{cp}
 		}
 	}
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("ports: token: %w", err)
+	tok, err := token.New(24)
+	if err != nil {
+		return "", fmt.Errorf("ports: %w", err)
 	}
-	tok := base64.RawURLEncoding.EncodeToString(b)
-	if err := r.store.Expose(ctx, namespace, claim, owner, port, r.principal(ctx), hashToken(tok)); err != nil {
+	if err := r.store.Expose(ctx, namespace, claim, owner, port, r.principal(ctx), token.Hash(tok)); err != nil {
 		return "", err
 	}
 	r.apiReads.Remove(claimRef{namespace, claim}) // the tokens it remembers lack this one
@@ -343,7 +334,7 @@ func (r *Registry) read(ctx context.Context, ref claimRef, fresh bool) (kube.Cla
 
 // serve checks the token and the caller against the claim's record, then proxies.
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, path string) {
-	th := hashToken(tok)
+	th := token.Hash(tok)
 	c, e, err := r.authorize(req.Context(), k, th)
 	if err != nil && !errors.Is(err, kube.ErrNotFound) {
 		http.Error(w, "looking up the sandbox: "+err.Error(), http.StatusBadGateway)
