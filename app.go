@@ -23,6 +23,7 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/serve"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/telemetry"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/tracing"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/transfer"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/tools"
 )
@@ -40,11 +41,13 @@ type app struct {
 	janitor *cleanup.Janitor
 	deps    tools.Deps
 	ports   *ports.Registry
-	metrics *telemetry.Metrics
-	tracing *tracing.Tracing
-	clients *serve.ClientLog   // the log lines MCP clients hear (notifications/message)
-	stop    context.CancelFunc // ends the ports registry's sweep and listeners, and the metrics server
-	checked chan struct{}      // closed when the API check at start has finished
+	// transfers serves create_transfer_url's URLs (HTTP only; nil over stdio).
+	transfers *transfer.Registry
+	metrics   *telemetry.Metrics
+	tracing   *tracing.Tracing
+	clients   *serve.ClientLog   // the log lines MCP clients hear (notifications/message)
+	stop      context.CancelFunc // ends the ports registry's sweep and listeners, and the metrics server
+	checked   chan struct{}      // closed when the API check at start has finished
 }
 
 // newApp reads every setting and builds the clients. Its errors are the operator's to fix.
@@ -127,6 +130,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		a.deps.Ports = a.ports
 		go a.ports.Run(bg)
 	}
+	a.fileRoutes()
 	a.metrics.Gauge("watched_namespaces", "Namespaces the watch cache follows (two watches each).",
 		func() float64 { return float64(a.claims.WatchedNamespaces()) })
 	a.metrics.Gauge("cached_claims", "SandboxClaims the watch cache holds (this server's, in the watched namespaces).",
@@ -283,7 +287,10 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		Addr: a.f.httpAddr, Health: health, Log: a.log, Settings: a.httpSet, Auth: a.authn, Sessions: sessions,
 	}
 	if a.ports != nil {
-		o.Ports = &serve.PortsRoute{Prefix: ports.PathPrefix, Handler: a.ports.Handler(), SetBase: a.ports.SetBase}
+		o.Routes = append(o.Routes, serve.Route{Prefix: ports.PathPrefix, Handler: a.ports.Handler(), SetBase: a.ports.SetBase})
+	}
+	if a.transfers != nil {
+		o.Routes = append(o.Routes, serve.Route{Prefix: transfer.PathPrefix, Handler: a.transfers.Handler(), SetBase: a.transfers.SetBase})
 	}
 	return serve.HTTP(ctx, s, o)
 }

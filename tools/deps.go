@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -12,6 +11,7 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/proc"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/hostfs"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/transfer"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -70,6 +70,8 @@ type Deps struct {
 	// MaxTransferBytes bounds each file a copy tool or transfer URL moves (its default is the
 	// config's, K8S_SANDBOX_MAX_TRANSFER_BYTES); 0 means no bound beyond the timeout.
 	MaxTransferBytes int64
+	// Transfers serves create_transfer_url (HTTP only); nil: the tool is not listed.
+	Transfers Transfers
 	// HostFS are the host directories the copy tools may use (K8S_SANDBOX_HOST_PATHS); the
 	// tools are listed only when it has some.
 	HostFS *hostfs.Roots
@@ -167,12 +169,12 @@ func (d Deps) procs() proc.Runner {
 	return proc.Runner{Exec: d.Conn, MaxOutputBytes: d.ProcessOutputBytes}
 }
 
-// maxTransfer is MaxTransferBytes, or no bound.
+// maxTransfer is MaxTransferBytes, or the setting's default.
 func (d Deps) maxTransfer() int64 {
 	if d.MaxTransferBytes > 0 {
 		return d.MaxTransferBytes
 	}
-	return math.MaxInt64 - 1 // capReader adds one
+	return transfer.DefaultMaxBytes
 }
 
 func (d Deps) maxDownload() int64 {

@@ -94,7 +94,7 @@ func copyToSandboxTool(d Deps) server.ServerTool {
 		out := CopyResult{Path: a.Path, HostPath: a.HostPath}
 		if res := d.onClaim(ctx, op, a.claimArgs, copyTimeout(a.Timeout), func(ctx context.Context, t conn.Target) error {
 			if !isDir {
-				n, err := d.uploadFile(ctx, t, rc, a.Path)
+				n, err := d.files().PlaceUpload(ctx, t, d.Conn, a.Path, capped(rc, d.maxTransfer()))
 				out.Files, out.Bytes = 1, n
 				return err
 			}
@@ -106,21 +106,6 @@ func copyToSandboxTool(d Deps) server.ServerTool {
 		}
 		return structured(out), nil
 	}}
-}
-
-// uploadFile streams r into a temporary file of the sandbox and moves it to path once whole,
-// so that a copy cut short leaves no partial file where the model would look.
-func (d Deps) uploadFile(ctx context.Context, t conn.Target, r io.Reader, path string) (int64, error) {
-	tmp, err := workspace.TempName()
-	if err != nil {
-		return 0, err
-	}
-	defer d.files().RemoveTemp(context.WithoutCancel(ctx), t, tmp) // nothing once moved
-	n, err := d.Conn.Upload(ctx, t, tmp, capped(r, d.maxTransfer()))
-	if err != nil {
-		return n, err
-	}
-	return n, d.files().Move(ctx, t, tmp, path, true)
 }
 
 // uploadTree streams the host directory root/rel as a tar into a temporary file of the

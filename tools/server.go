@@ -26,6 +26,13 @@ func All(d Deps) []server.ServerTool {
 		readFileTool(d), editFileTool(d), searchFilesTool(d), makeDirectoryTool(d), movePathTool(d), removePathTool(d),
 		uploadArchiveTool(d), downloadArchiveTool(d),
 	}
+	// Listed only where they can work: the operator allowed host directories; HTTP serves URLs.
+	if d.HostFS.Enabled() {
+		all = append(all, copyToSandboxTool(d), copyFromSandboxTool(d))
+	}
+	if d.Transfers != nil {
+		all = append(all, transferTool(d))
+	}
 	for i := range all {
 		w := d.withheldArgs(all[i].Tool.Name)
 		all[i] = validated(withhold(all[i], w), w)

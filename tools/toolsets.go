@@ -18,7 +18,7 @@ var toolsets = map[string][]string{
 	"sandbox": {"create_sandbox", "delete_sandbox", "get_sandbox_status", "extend_sandbox", "suspend_sandbox", "resume_sandbox",
 		"list_sandboxes", "list_sandbox_templates"},
 	"exec":      {"execute_command", "run_code"},
-	"files":     {"upload_file", "download_file", "list_files", "file_exists"},
+	"files":     {"upload_file", "download_file", "list_files", "file_exists", "copy_to_sandbox", "copy_from_sandbox", "create_transfer_url"},
 	"workspace": {"read_file", "edit_file", "search_files", "make_directory", "move_path", "remove_path", "upload_archive", "download_archive"},
 	"process":   {"start_process", "read_process_output", "write_process_stdin", "signal_process", "list_processes"},
 	"ports":     {"expose_port", "unexpose_port"},

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -142,4 +143,25 @@ func archiveStatus(word, detail, path string) error {
 		return fmt.Errorf("%q in %q: %w", detail, path, ErrDirInTheWay)
 	}
 	return common(word, detail, path)
+}
+
+// Uploader is the upload half of conn.Conn.
+type Uploader interface {
+	Upload(ctx context.Context, t conn.Target, path string, r io.Reader) (int64, error)
+}
+
+// PlaceUpload streams r into a temporary file of the working directory and moves it to path
+// once whole, so that an upload cut short (a dropped connection, a size cap passed, a
+// timeout) leaves nothing where the caller looks, and a replaced file is never half new.
+func (f FS) PlaceUpload(ctx context.Context, t conn.Target, up Uploader, path string, r io.Reader) (int64, error) {
+	tmp, err := TempName()
+	if err != nil {
+		return 0, err
+	}
+	defer f.RemoveTemp(context.WithoutCancel(ctx), t, tmp) // nothing once moved
+	n, err := up.Upload(ctx, t, tmp, r)
+	if err != nil {
+		return n, err
+	}
+	return n, f.Move(ctx, t, tmp, path, true)
 }

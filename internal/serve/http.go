@@ -30,13 +30,14 @@ type HTTPOptions struct {
 	Auth *auth.Authenticator
 	// Ready, when set, receives the bound address once listening (tests use port 0).
 	Ready func(addr net.Addr)
-	// Ports, when set, is mounted behind the same authentication as /mcp (expose_port).
-	Ports *PortsRoute
+	// Routes are mounted behind the same authentication as /mcp, outside its body cap: the
+	// exposed-ports proxy (expose_port) and the transfer URLs (create_transfer_url).
+	Routes []Route
 }
 
-// PortsRoute is the exposed-ports proxy: Handler serves Prefix, and SetBase learns the URL
-// clients reach this server at (Settings.PublicURL, else the listening address).
-type PortsRoute struct {
+// Route is a path tree of URLs a tool hands out: Handler serves Prefix, and SetBase learns the
+// URL clients reach this server at (Settings.PublicURL, else the listening address).
+type Route struct {
 	Prefix  string
 	Handler http.Handler
 	SetBase func(base string)
@@ -79,12 +80,12 @@ func NewHandler(s *server.MCPServer, o HTTPOptions) *Handler {
 		o.Auth.Register(h.mux)
 	}
 	h.mux.Handle("/mcp", originGuard(set.AllowedOrigins, endpoint))
-	if o.Ports != nil {
-		ports := o.Ports.Handler
+	for _, r := range o.Routes {
+		handler := r.Handler
 		if o.Auth != nil {
-			ports = o.Auth.Middleware(ports)
+			handler = o.Auth.Middleware(handler)
 		}
-		h.mux.Handle(o.Ports.Prefix, ports)
+		h.mux.Handle(r.Prefix, handler)
 	}
 	if o.Health != nil {
 		h.mux.HandleFunc("GET /healthz", o.Health.Healthz)
@@ -130,15 +131,17 @@ func HTTP(ctx context.Context, s *server.MCPServer, o HTTPOptions) error {
 		ev = ev.Str("resource", o.Auth.Resource())
 	}
 	ev.Msg("serving streamable HTTP")
-	if o.Ports != nil {
+	if len(o.Routes) > 0 {
 		base := o.Settings.PublicURL
 		if base == "" {
 			base = "http://" + ln.Addr().String()
 			if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
-				o.Log.Warn().Str("url", base).Msgf("expose_port URLs will name an address clients cannot use; set %s", VarPublicURL)
+				o.Log.Warn().Str("url", base).Msgf("expose_port and create_transfer_url URLs will name an address clients cannot use; set %s", VarPublicURL)
 			}
 		}
-		o.Ports.SetBase(base)
+		for _, r := range o.Routes {
+			r.SetBase(base)
+		}
 	}
 	if o.Ready != nil {
 		o.Ready(ln.Addr())
