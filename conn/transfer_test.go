@@ -213,3 +213,36 @@ func TestUploadEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestUploadContentLength: an in-memory reader still goes with a Content-Length, as before
+// uploads streamed (routers and runtimes all handle that); a stream of unknown size goes
+// chunked.
+func TestUploadContentLength(t *testing.T) {
+	for _, s := range fileStrategies {
+		for _, tc := range []struct {
+			name  string
+			r     io.Reader
+			known bool
+		}{
+			{"bytes.Reader", bytes.NewReader(make([]byte, 70_000)), true},
+			{"strings.Reader, empty", strings.NewReader(""), true},
+			{"stream", io.LimitReader(rand.NewChaCha8([32]byte{}), 70_000), false},
+		} {
+			t.Run(s.name+"/"+tc.name, func(t *testing.T) {
+				var length, got atomic.Int64
+				c, tg := s.over(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					n, _ := io.Copy(io.Discard, r.Body)
+					length.Store(r.ContentLength)
+					got.Store(n)
+					w.WriteHeader(http.StatusNoContent)
+				}))
+				if _, err := c.Upload(t.Context(), tg, "f.bin", tc.r); err != nil {
+					t.Fatal(err)
+				}
+				if l := length.Load(); tc.known && l != got.Load() || !tc.known && l != -1 {
+					t.Fatalf("Content-Length %d for %d bytes received; want it known: %v", l, got.Load(), tc.known)
+				}
+			})
+		}
+	}
+}
