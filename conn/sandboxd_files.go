@@ -53,7 +53,11 @@ func (s *sandboxdConn) Upload(ctx context.Context, t Target, dest string, r io.R
 	// The body is r itself, read as the request goes (sandboxd writes it to a temporary file
 	// and renames it into place only once complete). The path goes as given: sandboxd maps
 	// absolute paths under its root dir onto it.
-	resp, err := s.files(tr.ctx, t, op, http.MethodPut, dest, src, knownSize(r))
+	body, size := io.Reader(src), knownSize(r)
+	if size == 0 {
+		body = http.NoBody // "Content-Length: 0" as before; an unread reader would go chunked
+	}
+	resp, err := s.files(tr.ctx, t, op, http.MethodPut, dest, body, size)
 	if err == nil {
 		err = uploadStatus(op, resp)
 	}
