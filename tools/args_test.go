@@ -13,7 +13,7 @@ import (
 // The input schemas are compiled on each tool's first call (validated); this is the check
 // that every one of them compiles, which building the server no longer does.
 func TestEveryInputSchemaCompiles(t *testing.T) {
-	all := All(Deps{})
+	all := All(everyTool())
 	if len(all) == 0 {
 		t.Fatal("no tools")
 	}

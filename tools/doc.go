@@ -9,7 +9,11 @@
 // read_process_output, write_process_stdin, signal_process, list_processes: process.go, whose
 // state lives in the sandbox through conn/proc), the workspace tools (read_file, edit_file,
 // search_files, make_directory, move_path, remove_path, upload_archive, download_archive: edit.go,
-// paths.go and archive.go, run in the sandbox through conn/workspace), and the sandboxes://{namespace} resource template.
+// paths.go and archive.go, run in the sandbox through conn/workspace), the streamed copies
+// between allowed host directories and sandboxes (copy_to_sandbox, copy_from_sandbox:
+// hostcopy.go, the host side in internal/hostfs) and one-time transfer URLs
+// (create_transfer_url: transfer.go, served by internal/transfer), listed only where their
+// backend is on, and the sandboxes://{namespace} resource template.
 // The instructions (instructions.go) and the workflow prompts and completions (prompts.go) are
 // built from the tools listed, and withhold.go takes pinned or unusable arguments out of the
 // schemas; toolsets.go's Selection filters the one table (All). icon.go is the server's icon.

@@ -63,6 +63,12 @@ func (d Deps) instructionLines() [][]paragraph {
 			one("download_file", "download_file reads one file (binary=true: as base64)."),
 			one("list_files", "list_files lists a directory."),
 			one("file_exists", "file_exists checks a path."),
+			{anyOf: []string{"copy_to_sandbox", "copy_from_sandbox", "create_transfer_url"}, text: "To move files or directories of " +
+				"any size without their bytes passing through you:"},
+			one("copy_to_sandbox", "copy_to_sandbox and copy_from_sandbox copy between the server's host (host_path, absolute, inside "+
+				"the directories its operator allowed) and the sandbox;"),
+			one("create_transfer_url", "create_transfer_url gives a one-time URL to upload (PUT) or download (GET) one file, "+
+				"for a program or a person to use with curl."),
 		},
 		{
 			{anyOf: process, text: "For anything that runs longer than a call or keeps running (servers, watchers, long builds, " +

@@ -122,8 +122,9 @@ func TestDocsNameEveryTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	instructions := Deps{}.instructions(All(Deps{}))
-	for _, st := range All(Deps{}) {
+	every := everyTool()
+	instructions := every.instructions(All(every))
+	for _, st := range All(every) {
 		name := st.Tool.Name
 		if !strings.Contains(instructions, name) {
 			t.Errorf("Instructions do not mention %s", name)

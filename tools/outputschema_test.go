@@ -17,10 +17,10 @@ func derivedOutputSchemas(t *testing.T) map[string]json.RawMessage {
 	t.Helper()
 	out := map[string]json.RawMessage{}
 	for _, derive := range []func(map[string]json.RawMessage) error{
-		derived[CatalogResult], derived[CreateResult], derived[DeleteResult], derived[DownloadArchiveResult],
+		derived[CatalogResult], derived[CopyResult], derived[CreateResult], derived[DeleteResult], derived[DownloadArchiveResult],
 		derived[DownloadResult], derived[EditFileResult], derived[ExecResult], derived[ExistsResult], derived[ExtendResult],
 		derived[ExposeResult], derived[ListResult], derived[ListSandboxesResult], derived[MetricsResult], derived[PathResult],
-		derived[ProcessInfo], derived[ProcessList], derived[ProcessOutput], derived[ReadFileResult], derived[ResumeResult],
+		derived[ProcessInfo], derived[ProcessList], derived[ProcessOutput], derived[ReadFileResult], derived[ResumeResult], derived[TransferResult],
 		derived[SearchResult], derived[SignalResult], derived[StatusResult], derived[StdinResult], derived[SuspendResult],
 		derived[UnexposeResult], derived[UploadArchiveResult], derived[UploadResult],
 	} {
@@ -62,7 +62,9 @@ func TestOutputSchemasAreCurrent(t *testing.T) {
 	if !bytes.Equal(outputSchemasFile, want) {
 		t.Fatal("outputschemas.json differs from the result types' schemas: review and rerun with -update")
 	}
-	for _, st := range All(Deps{OutputSchemas: true}) {
+	every := everyTool()
+	every.OutputSchemas = true
+	for _, st := range All(every) {
 		if st.Tool.RawOutputSchema == nil {
 			t.Errorf("%s: output schema derived at start, not read from outputschemas.json: add its result type to derivedOutputSchemas and rerun with -update", st.Tool.Name)
 		}

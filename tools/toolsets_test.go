@@ -1,16 +1,33 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/hostfs"
 )
+
+// everyTool lists every tool of the table, also those listed only where their backend is on
+// (host directories for the copy tools, an HTTP front for transfer URLs).
+func everyTool() Deps {
+	return Deps{HostFS: hostfs.New([]string{os.TempDir()}), Transfers: noTransfers{}}
+}
+
+type noTransfers struct{}
+
+func (noTransfers) Create(context.Context, string, string, string, string, string, time.Duration) (string, time.Time, error) {
+	return "", time.Time{}, errors.New("no transfers here")
+}
 
 func names(d Deps) []string {
 	var out []string
@@ -32,7 +49,7 @@ func TestToolsetsCoverEveryTool(t *testing.T) {
 			in[name] = set
 		}
 	}
-	all := names(Deps{})
+	all := names(everyTool())
 	for _, name := range all {
 		if in[name] == "" {
 			t.Errorf("%s is in no toolset", name)
@@ -166,7 +183,7 @@ func TestDescriptionsNameOnlyTheirToolset(t *testing.T) {
 			setOf[name] = set
 		}
 	}
-	for _, st := range All(Deps{}) {
+	for _, st := range All(everyTool()) {
 		var schema struct {
 			Properties map[string]struct {
 				Description string `json:"description"`

@@ -1,0 +1,116 @@
+package tools
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/hostfs"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/transfer"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+)
+
+// TestCopyToolsListedOnlyWithHostPaths: without K8S_SANDBOX_HOST_PATHS the copy tools are not
+// listed (nor named in the instructions); the transfer tool only where there is an HTTP front.
+func TestCopyToolsListedOnlyWithHostPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    Deps
+		want map[string]bool
+	}{
+		{"default", Deps{}, map[string]bool{}},
+		{"host paths", Deps{HostFS: hostfs.New([]string{t.TempDir()})},
+			map[string]bool{"copy_to_sandbox": true, "copy_from_sandbox": true}},
+		{"http", Deps{Transfers: noTransfers{}}, map[string]bool{"create_transfer_url": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			listed := All(tc.d)
+			instructions := tc.d.instructions(listed)
+			for _, name := range []string{"copy_to_sandbox", "copy_from_sandbox", "create_transfer_url"} {
+				if got := containsAll(names(tc.d), []string{name}); got != tc.want[name] {
+					t.Errorf("%s listed: %v, want %v", name, got, tc.want[name])
+				}
+				if got := strings.Contains(instructions, name); got != tc.want[name] {
+					t.Errorf("instructions name %s: %v, want %v", name, got, tc.want[name])
+				}
+			}
+		})
+	}
+}
+
+// TestCopyRefusesHostPathsOutside: a host path outside the allowed directories, relative, or
+// leaving one through a link or "..", is refused before the sandbox is touched, saying why.
+func TestCopyRefusesHostPathsOutside(t *testing.T) {
+	allowed, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(allowed, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(allowed, "secret-link")); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.HostFS = hostfs.New([]string{allowed}) })
+	h.claims.add("default", "c1", testOwner)
+	for _, tool := range []string{"copy_to_sandbox", "copy_from_sandbox"} {
+		for _, tc := range []struct{ name, hostPath, want string }{
+			{"outside", filepath.Join(outside, "secret"), "K8S_SANDBOX_HOST_PATHS"},
+			{"relative", "secret", "not absolute"},
+			{"through a directory link", filepath.Join(allowed, "out", "secret"), "outside"},
+			{"through a file link", filepath.Join(allowed, "secret-link"), "link"},
+			{"dot-dot", allowed + "/../" + filepath.Base(outside) + "/secret", "K8S_SANDBOX_HOST_PATHS"},
+		} {
+			res := h.call(t, tool, map[string]any{"sandbox_claim_name": "c1", "host_path": tc.hostPath, "path": "f"})
+			if !res.IsError || !strings.Contains(text(res), tc.want) {
+				t.Errorf("%s %s: %v %q, want an error saying %q", tool, tc.name, res.IsError, text(res), tc.want)
+			}
+		}
+	}
+	if len(h.conn.files) != 0 {
+		t.Errorf("the sandbox was written: %v", h.conn.files)
+	}
+	if data, _ := os.ReadFile(filepath.Join(outside, "secret")); string(data) != "s" {
+		t.Errorf("the file outside changed: %q", data)
+	}
+}
+
+// TestTransferURLAnswer: the answer carries the URL, the method for the direction and a curl
+// command that uses it; the registry's refusals become advice.
+func TestTransferURLAnswer(t *testing.T) {
+	rec := &recordTransfers{url: "http://mcp.example/transfer/default/c1/tok"}
+	h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.Transfers = rec })
+	h.claims.add("default", "c1", testOwner)
+	res := h.call(t, "create_transfer_url", map[string]any{"sandbox_claim_name": "c1", "path": "data/in.bin", "direction": "upload"})
+	var out TransferResult
+	decode(t, res.StructuredContent, &out)
+	if out.URL != rec.url || out.Method != "PUT" || !strings.Contains(out.Curl, "curl -fT LOCAL_FILE") || !strings.Contains(out.Curl, rec.url) {
+		t.Errorf("answer %+v", out)
+	}
+	if rec.path != "data/in.bin" || rec.direction != transfer.Upload || rec.expires != transfer.DefaultExpires || rec.owner != testOwner {
+		t.Errorf("registry asked %+v", rec)
+	}
+	rec.err = kube.ErrTooManyTransfers
+	res = h.call(t, "create_transfer_url", map[string]any{"sandbox_claim_name": "c1", "path": "x", "direction": "download", "expires_seconds": 60})
+	if !res.IsError || !strings.Contains(text(res), "let expire") {
+		t.Errorf("too many: %q", text(res))
+	}
+	res = h.call(t, "create_transfer_url", map[string]any{"sandbox_claim_name": "c1", "path": "x", "direction": "sideways"})
+	if !res.IsError || !strings.Contains(text(res), "direction must be one of") {
+		t.Errorf("bad direction: %q", text(res))
+	}
+}
+
+type recordTransfers struct {
+	url, owner, path, direction string
+	expires                     time.Duration
+	err                         error
+}
+
+func (r *recordTransfers) Create(_ context.Context, owner, _, _, path, direction string, expires time.Duration) (string, time.Time, error) {
+	r.owner, r.path, r.direction, r.expires = owner, path, direction, expires
+	return r.url, time.Now().Add(expires), r.err
+}
