@@ -105,7 +105,7 @@ func TestDownloadLimit(t *testing.T) {
 		{0, 0, DefaultMaxDownloadBytes},
 		{100, 0, 100},
 		{0, 50, 50},
-		{100, 50, 50},
+		{100, 50, 100}, // a download streams: the caller's bound is the one, larger or not
 		{10, 50, 10},
 	} {
 		if got := downloadLimit(tc.call, tc.configured); got != tc.want {

@@ -180,14 +180,19 @@ func TestInClusterErrors(t *testing.T) {
 	}
 }
 
+// The configured limit applies where a call gives none.
 func TestRuntimeDownloadLimitFromConfig(t *testing.T) {
 	srv, _ := startRouted(t, nil)
 	c := mustNew(t, conn.Config{Type: conn.TypeDirect, APIURL: srv.URL + "/sandbox-router", ServerPort: 8888, MaxDownloadBytes: 100}, nil)
 	if _, err := c.Upload(t.Context(), routedTarget, "f.bin", bytes.NewReader(make([]byte, 101))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Download(t.Context(), routedTarget, "f.bin", io.Discard, 1<<20); !errors.Is(err, conn.ErrTooLarge) {
+	if _, err := c.Download(t.Context(), routedTarget, "f.bin", io.Discard, 0); !errors.Is(err, conn.ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge from the configured 100-byte limit", err)
+	}
+	// A call's own bound wins: a copy or a transfer URL streams past the tools' limit.
+	if n, err := c.Download(t.Context(), routedTarget, "f.bin", io.Discard, 1<<20); err != nil || n != 101 {
+		t.Fatalf("with the call's bound of 1 MiB: %d, %v", n, err)
 	}
 }
 

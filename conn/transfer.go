@@ -158,16 +158,17 @@ func finishUpload(op string, tr *transfer, src *source, err error) (int64, error
 	return n, nil
 }
 
-// downloadLimit is the effective Download bound: the call's, capped by the configured one.
+// downloadLimit is the effective Download bound: the call's, else the configured one. Downloads
+// stream, so the configured bound (K8S_SANDBOX_MAX_DOWNLOAD_BYTES) guards the model's tools
+// through the bound they pass, not the server's memory; a copy or transfer passes its own.
 func downloadLimit(call, configured int64) int64 {
-	limit := configured
-	if limit <= 0 {
-		limit = DefaultMaxDownloadBytes
+	switch {
+	case call > 0:
+		return call
+	case configured > 0:
+		return configured
 	}
-	if call > 0 && call < limit {
-		limit = call
-	}
-	return limit
+	return DefaultMaxDownloadBytes
 }
 
 // copyDownload copies a file body into w, refusing more than limit bytes with ErrTooLarge:
