@@ -68,7 +68,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.out, "out", "BENCHMARKS.md", "where to write the report")
 	fs.StringVar(&c.analysis, "analysis", "bench/ANALYSIS.md", "hand-written analysis appended to the report (skipped if missing)")
 	fs.StringVar(&c.command, "command", "", "the command line to show under Reproduce (default: this one)")
-	items := fs.String("items", "1,2,3,4,5,6,7,8,9,10", "which items to run")
+	items := fs.String("items", "1,2,3,4,5,6,7,8,9,10,11", "which items to run")
 	fs.IntVar(&c.warm, "warmup", 5, "unmeasured iterations before each latency series")
 	fs.IntVar(&c.smallRuns, "small-runs", 200, "item 1: small commands per side and runtime")
 	fs.IntVar(&c.leanRuns, "lean-runs", 0, "item 1: calls per side of the lean comparison (default -small-runs); the server over the lean server moves by ±0.05 between 400-call runs, so testing a cut on it takes thousands")
@@ -213,7 +213,7 @@ func run(ctx context.Context, cfg config) error {
 	}{
 		{"1", b.smallCommands}, {"2", b.largeOutput}, {"3", b.createLatency},
 		{"4", b.httpLoad}, {"5", b.startup}, {"6", b.listLarge}, {"7", b.workbenchMemory}, {"8", b.replicasLoad},
-		{"9", b.renewalCost}, {"10", b.toolListSize},
+		{"9", b.renewalCost}, {"10", b.toolListSize}, {"11", b.largeTransfer},
 	}
 	// An interrupt (SIGINT, SIGTERM) ends the item running and writes the report of what has
 	// finished, so that an hour of a long run is not lost to stopping it.
