@@ -97,16 +97,19 @@ func (b *bench) largeTransfer(ctx context.Context) (*section, error) {
 			{"sandbox to host", throughput(downBase.median()), throughput(downSubj.median()), ""},
 		}})
 	up, down := upBase.median()/upSubj.median(), downBase.median()/downSubj.median()
-	s.targets = append(s.targets, target{
+	t := target{
 		goal: fmt.Sprintf("a 1 GiB transfer through the server at ≥ %.1fx sandboxd REST's throughput", transferRatioGoal),
 		measured: fmt.Sprintf("%.2fx up, %.2fx down (medians); server peak RSS %s", up, down,
 			fmtNum(mib(peaks.quantile(1)), "MiB")),
 		met: up >= transferRatioGoal && down >= transferRatioGoal,
-		why: "The server's route adds an MCP call, a temporary name and a rename in the sandbox (one exec each), " +
-			"and on the way down an fsync and a rename on the host; the bytes themselves go through one copy each way.",
 		figures: []figure{{name: "throughput over direct, up", value: up, unit: ""},
 			{name: "throughput over direct, down", value: down, unit: ""},
-			{name: "server peak RSS", value: mib(peaks.quantile(1)), unit: "MiB"}}})
+			{name: "server peak RSS", value: mib(peaks.quantile(1)), unit: "MiB"}}}
+	if !t.met {
+		t.why = "The server's route adds an MCP call, a temporary name and a rename in the sandbox (one exec each), " +
+			"and on the way down an fsync and a rename on the host; the bytes themselves go through one copy each way."
+	}
+	s.targets = append(s.targets, t)
 	return s, nil
 }
 
