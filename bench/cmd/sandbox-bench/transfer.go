@@ -81,7 +81,9 @@ func (b *bench) largeTransfer(ctx context.Context) (*section, error) {
 		return s, fmt.Errorf("upload: %w", err)
 	}
 	downBase, downSubj, err := interleave(ctx, 1, transferRuns,
-		func(ctx context.Context) error { return direct.get(ctx, "bench-direct.bin", filepath.Join(dir, "direct.bin")) },
+		func(ctx context.Context) error {
+			return direct.get(ctx, "bench-direct.bin", filepath.Join(dir, "direct.bin"))
+		},
 		server("copy_from_sandbox", map[string]any{"path": "bench-server.bin", "host_path": filepath.Join(dir, "server.bin")}))
 	if err != nil {
 		return s, fmt.Errorf("download: %w", err)
