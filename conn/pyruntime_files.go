@@ -44,7 +44,7 @@ func (p *pyConn) Upload(ctx context.Context, t Target, dest string, r io.Reader)
 	}
 	src := newSource(tr, r)
 	req := request{op: op, method: http.MethodPost, path: "/upload", contentType: contentType,
-		body: io.MultiReader(bytes.NewReader(head), src, bytes.NewReader(tail))}
+		body: &framed{head: head, tail: tail, src: src}}
 	if n := knownSize(r); n >= 0 {
 		req.size = int64(len(head)) + n + int64(len(tail))
 	}
@@ -56,6 +56,29 @@ func (p *pyConn) Upload(ctx context.Context, t Target, dest string, r io.Reader)
 		}
 	}
 	return finishUpload(op, tr, src, err)
+}
+
+// framed is a form's body: its framing around the streamed content, replayable as the content is.
+type framed struct {
+	head, tail []byte
+	src        *source
+	r          io.Reader
+}
+
+func (f *framed) Read(p []byte) (int, error) {
+	if f.r == nil {
+		f.r = io.MultiReader(bytes.NewReader(f.head), f.src, bytes.NewReader(f.tail))
+	}
+	return f.r.Read(p)
+}
+
+func (f *framed) canReplay() bool { return f.src.canReplay() }
+
+func (f *framed) replay() (io.Reader, error) {
+	if _, err := f.src.replay(); err != nil {
+		return nil, err
+	}
+	return io.MultiReader(bytes.NewReader(f.head), f.src, bytes.NewReader(f.tail)), nil
 }
 
 // formFraming is the multipart/form-data body of one "file" part named name, without its

@@ -98,6 +98,7 @@ func (p *pyConn) do(ctx context.Context, t Target, r request) (*http.Response, e
 	if r.size > 0 {
 		req.ContentLength = r.size
 	}
+	withReplay(req, r.body)
 	if r.contentType != "" {
 		req.Header.Set("Content-Type", r.contentType)
 	}

@@ -34,6 +34,7 @@ func (s *sandboxdConn) files(ctx context.Context, t Target, op, method, file str
 		if size >= 0 {
 			req.ContentLength = size
 		}
+		withReplay(req, body)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {

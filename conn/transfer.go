@@ -89,8 +89,9 @@ var errSourceDone = errors.New("upload finished")
 // closes) a request body after the response came, and the caller's reader is the caller's
 // again once Upload returns.
 type source struct {
-	tr *transfer
-	r  io.Reader
+	tr    *transfer
+	r     io.Reader
+	start int64 // where an in-memory r began, for replay; -1: it cannot be replayed
 
 	mu   sync.Mutex // held across a read, so that finish waits one out
 	n    int64
@@ -99,10 +100,60 @@ type source struct {
 }
 
 func newSource(tr *transfer, r io.Reader) *source {
-	if r == nil {
-		r = http.NoBody
+	s := &source{tr: tr, r: r, start: -1}
+	switch v := r.(type) {
+	case nil:
+		s.r = http.NoBody
+	case *bytes.Buffer: // its unread bytes, as a reader that can start again
+		s.r, s.start = bytes.NewReader(v.Bytes()), 0
+	case *bytes.Reader:
+		s.start, _ = v.Seek(0, io.SeekCurrent)
+	case *strings.Reader:
+		s.start, _ = v.Seek(0, io.SeekCurrent)
 	}
-	return &source{tr: tr, r: r}
+	return s
+}
+
+// replayable is a request body that can be sent again. net/http retries a request whose
+// reused connection turned out closed before anything was written only when it can get the
+// body again (GetBody); the byte-slice uploads of before had that through bytes.Reader, and
+// in-memory uploads (the model's files) keep it.
+type replayable interface {
+	canReplay() bool
+	replay() (io.Reader, error)
+}
+
+// withReplay lets req's transport send body again where it can.
+func withReplay(req *http.Request, body io.Reader) {
+	if rb, ok := body.(replayable); ok && rb.canReplay() {
+		req.GetBody = func() (io.ReadCloser, error) {
+			r, err := rb.replay()
+			if err != nil {
+				return nil, err
+			}
+			return io.NopCloser(r), nil
+		}
+	}
+}
+
+func (s *source) canReplay() bool {
+	_, ok := s.r.(io.Seeker)
+	return ok && s.start >= 0
+}
+
+// replay starts an in-memory source again from where it began.
+func (s *source) replay() (io.Reader, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seeker, ok := s.r.(io.Seeker)
+	if s.done || s.start < 0 || !ok {
+		return nil, errors.New("the upload's data cannot be sent again")
+	}
+	if _, err := seeker.Seek(s.start, io.SeekStart); err != nil {
+		return nil, err
+	}
+	s.n = 0
+	return s, nil
 }
 
 func (s *source) Read(p []byte) (int, error) {

@@ -127,3 +127,47 @@ func TestCopyDownload(t *testing.T) {
 		})
 	}
 }
+
+// TestInMemoryUploadsReplay: an in-memory body can be sent again from its start (GetBody), as
+// net/http needs to retry on a reused connection found closed; a streamed one cannot.
+func TestInMemoryUploadsReplay(t *testing.T) {
+	tr := startTransfer(t.Context(), time.Minute)
+	defer tr.stop()
+	for _, tc := range []struct {
+		name string
+		r    io.Reader
+		ok   bool
+	}{
+		{"bytes.Reader", bytes.NewReader([]byte("hello")), true},
+		{"bytes.Buffer", bytes.NewBufferString("hello"), true},
+		{"strings.Reader", strings.NewReader("hello"), true},
+		{"stream", io.MultiReader(strings.NewReader("hello")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newSource(tr, tc.r)
+			body := &framed{head: []byte("<"), tail: []byte(">"), src: src}
+			req, _ := http.NewRequest(http.MethodPut, "http://x/", body)
+			withReplay(req, body)
+			if got := req.GetBody != nil; got != tc.ok {
+				t.Fatalf("GetBody set: %v, want %v", got, tc.ok)
+			}
+			if !tc.ok {
+				return
+			}
+			buf := make([]byte, 3)
+			if _, err := io.ReadFull(body, buf); err != nil { // a first try, cut short
+				t.Fatal(err)
+			}
+			again, err := req.GetBody()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if all, _ := io.ReadAll(again); string(all) != "<hello>" {
+				t.Errorf("replayed %q, want <hello>", all)
+			}
+			if n, _ := src.finish(); n != 5 {
+				t.Errorf("counted %d bytes, want 5", n)
+			}
+		})
+	}
+}
