@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // inspectorVersion is what hack/deps.sh installs (with Node 22) under the stack's cache.
@@ -67,14 +69,17 @@ func TestInspectorCLI(t *testing.T) {
 	}
 	stdioTarget = append(stdioTarget, binary)
 	base := httpServer(t, env)
-	// What the go-sdk client sees is what the Inspector must see.
-	listed, err := stdioSession(t, env, "").ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, tool := range listed.Tools {
-		want = append(want, tool.Name)
+	// What the go-sdk client sees over each transport is what the Inspector must see (HTTP also
+	// lists create_transfer_url, which needs an HTTP front).
+	wants := map[string][]string{}
+	for name, s := range map[string]*mcp.ClientSession{"stdio": stdioSession(t, env, ""), "http": httpSession(t, base, "")} {
+		listed, err := s.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range listed.Tools {
+			wants[name] = append(wants[name], tool.Name)
+		}
 	}
 	targets := map[string][]string{
 		"stdio": stdioTarget,
@@ -101,7 +106,7 @@ func TestInspectorCLI(t *testing.T) {
 				name, _ := tool.(map[string]any)["name"].(string)
 				got = append(got, name)
 			}
-			if code != 0 || !slices.Equal(got, want) {
+			if want := wants[name]; code != 0 || !slices.Equal(got, want) {
 				t.Fatalf("tools/list: exit %d, tools %v, want %v", code, got, want)
 			}
 			args := func(kv ...string) []string {

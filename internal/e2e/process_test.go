@@ -159,6 +159,13 @@ func TestProcessesOutliveTheServer(t *testing.T) {
 	}
 }
 
+// pagingRSSBoundMiB bounds the server's resident peak while it pages a 500 MB output: an order
+// of magnitude under the output, which is what shows that memory does not follow it. The peak
+// is the binary's image plus the garbage collector's headroom over reads of up to 1.2 MB a
+// stream, and moves with the collector's timing: 59-65 MiB in six CI runs (2026-12-04/05), so
+// 64 MiB failed one run in six without anything changing.
+const pagingRSSBoundMiB = 96
+
 // TestLongProcessOutputIsPagedInBoundedMemory: a process printing 500 MB keeps only the
 // operator's cap in the sandbox; the server pages through what is kept, and its memory does
 // not depend on how much the process printed.
@@ -203,8 +210,8 @@ func TestLongProcessOutputIsPagedInBoundedMemory(t *testing.T) {
 	}
 	peak := peakRSSKB(t, cmd.Process.Pid)
 	t.Logf("server peak RSS %d KiB after paging a 500 MB output", peak)
-	if peak > 64<<10 {
-		t.Errorf("server peak RSS %d KiB after paging a 500 MB output, want under 64 MiB", peak)
+	if peak > pagingRSSBoundMiB<<10 {
+		t.Errorf("server peak RSS %d KiB after paging a 500 MB output, want under %d MiB", peak, pagingRSSBoundMiB)
 	}
 	call[struct{}](t, s, "delete_sandbox", with(nil))
 }
