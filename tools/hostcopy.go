@@ -43,6 +43,20 @@ func hostPathProp() prop {
 		"description": "Absolute path on the server's host, inside an allowed directory."}
 }
 
+// hostArgs binds a copy tool's arguments and opens the allowed host directory its host_path
+// is in (the caller closes it), or returns the result that refuses them.
+func (d Deps) hostArgs(req mcp.CallToolRequest, op string) (hostCopyArgs, *os.Root, string, *mcp.CallToolResult) {
+	var a hostCopyArgs
+	if err := bind(req, &a); err != nil {
+		return a, nil, "", failure(op, claimRef{}, err)
+	}
+	root, rel, err := d.HostFS.Resolve(a.HostPath)
+	if err != nil {
+		return a, nil, "", failure(op, claimRef{}, hostError(err))
+	}
+	return a, root, rel, nil
+}
+
 // copyTimeout is a copy's timeout argument, or its default: the longest.
 func copyTimeout(v *int) *int {
 	if v != nil {
@@ -71,13 +85,9 @@ func copyToSandboxTool(d Deps) server.ServerTool {
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		const op = "copy to the sandbox"
-		var a hostCopyArgs
-		if err := bind(req, &a); err != nil {
-			return failure(op, claimRef{}, err), nil
-		}
-		root, rel, err := d.HostFS.Resolve(a.HostPath)
-		if err != nil {
-			return failure(op, claimRef{}, hostError(err)), nil
+		a, root, rel, res := d.hostArgs(req, op)
+		if res != nil {
+			return res, nil
 		}
 		defer root.Close()
 		rc, size, isDir, err := hostfs.OpenFile(root, rel)
@@ -116,22 +126,15 @@ func (d Deps) uploadTree(ctx context.Context, t conn.Target, root *os.Root, rel,
 		return hostfs.Stats{}, 0, err
 	}
 	defer d.files().RemoveTemp(context.WithoutCancel(ctx), t, tmp)
-	pr, pw := io.Pipe()
 	var st hostfs.Stats
-	var werr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		st, werr = hostfs.WriteTar(ctx, pw, root, rel)
-		pw.CloseWithError(werr) // nil: EOF
-	}()
-	n, err := d.Conn.Upload(ctx, t, tmp, capped(pr, d.maxTransfer()))
-	pr.CloseWithError(errCopyEnded) // the tar writer, if still writing, ends
-	<-done
-	if werr != nil && !errors.Is(werr, errCopyEnded) {
-		return st, n, werr
-	}
-	if err != nil {
+	var n int64
+	if err := pipeThrough(func(w io.Writer) (err error) {
+		st, err = hostfs.WriteTar(ctx, w, root, rel)
+		return err
+	}, func(r io.Reader) (err error) {
+		n, err = d.Conn.Upload(ctx, t, tmp, capped(r, d.maxTransfer()))
+		return err
+	}); err != nil {
 		return st, n, err
 	}
 	if _, err := d.files().Unpack(ctx, t, tmp, dir); err != nil {
@@ -153,13 +156,9 @@ func copyFromSandboxTool(d Deps) server.ServerTool {
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		const op = "copy from the sandbox"
-		var a hostCopyArgs
-		if err := bind(req, &a); err != nil {
-			return failure(op, claimRef{}, err), nil
-		}
-		root, rel, err := d.HostFS.Resolve(a.HostPath)
-		if err != nil {
-			return failure(op, claimRef{}, hostError(err)), nil
+		a, root, rel, res := d.hostArgs(req, op)
+		if res != nil {
+			return res, nil
 		}
 		defer root.Close()
 		out := CopyResult{Path: a.Path, HostPath: a.HostPath}
@@ -208,22 +207,37 @@ func (d Deps) downloadTree(ctx context.Context, t conn.Target, dir string, root 
 	if _, err := d.files().Pack(ctx, t, dir, tmp); err != nil {
 		return hostfs.Stats{}, 0, err
 	}
-	pr, pw := io.Pipe()
+	var st hostfs.Stats
 	var n int64
-	var derr error
+	err = pipeThrough(func(w io.Writer) (err error) {
+		n, err = d.Conn.Download(ctx, t, tmp, w, d.maxTransfer())
+		return err
+	}, func(r io.Reader) (err error) {
+		st, err = extractGzip(ctx, r, root, rel, d.maxTransfer())
+		return hostError(err)
+	})
+	return st, n, err
+}
+
+// pipeThrough runs write in a goroutine, into a pipe that read consumes, and returns once both
+// have: write's error first (the source failed), else read's. Whichever side ends first ends
+// the other, so that neither blocks on a pipe nobody serves.
+func pipeThrough(write func(io.Writer) error, read func(io.Reader) error) error {
+	pr, pw := io.Pipe()
+	var werr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		n, derr = d.Conn.Download(ctx, t, tmp, pw, d.maxTransfer())
-		pw.CloseWithError(derr) // nil: EOF
+		werr = write(pw)
+		pw.CloseWithError(werr) // nil: EOF
 	}()
-	st, err := extractGzip(ctx, pr, root, rel, d.maxTransfer())
-	pr.CloseWithError(errCopyEnded) // the download, if still writing, ends
+	rerr := read(pr)
+	pr.CloseWithError(errCopyEnded) // the writer, if still writing, ends
 	<-done
-	if derr != nil && !errors.Is(derr, errCopyEnded) {
-		return st, n, derr
+	if werr != nil && !errors.Is(werr, errCopyEnded) {
+		return werr
 	}
-	return st, n, hostError(err)
+	return rerr
 }
 
 func extractGzip(ctx context.Context, r io.Reader, root *os.Root, rel string, maxBytes int64) (hostfs.Stats, error) {

@@ -2,6 +2,9 @@ package tools
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,4 +116,46 @@ type recordTransfers struct {
 func (r *recordTransfers) Create(_ context.Context, owner, _, _, path, direction string, expires time.Duration) (string, time.Time, error) {
 	r.owner, r.path, r.direction, r.expires = owner, path, direction, expires
 	return r.url, time.Now().Add(expires), r.err
+}
+
+// TestPipeThrough: the source's failure is the one reported; a reader that stops early
+// ends the writer instead of leaving it blocked; a whole copy passes every byte.
+func TestPipeThrough(t *testing.T) {
+	errSource, errSink := errors.New("source failed"), errors.New("sink failed")
+	cases := []struct {
+		name  string
+		write func(io.Writer) error
+		read  func(io.Reader) error
+		want  error
+	}{
+		{"whole", func(w io.Writer) error { _, err := w.Write(make([]byte, 1<<20)); return err },
+			func(r io.Reader) error {
+				n, err := io.Copy(io.Discard, r)
+				if err == nil && n != 1<<20 {
+					err = fmt.Errorf("read %d bytes", n)
+				}
+				return err
+			}, nil},
+		{"source fails", func(w io.Writer) error { _, _ = w.Write([]byte("x")); return errSource },
+			func(r io.Reader) error {
+				if _, err := io.Copy(io.Discard, r); err != nil {
+					return errSink // what the sink makes of it: not the cause
+				}
+				return nil
+			}, errSource},
+		{"sink stops early", func(w io.Writer) error {
+			for {
+				if _, err := w.Write(make([]byte, 4096)); err != nil {
+					return err
+				}
+			}
+		}, func(r io.Reader) error { _, _ = r.Read(make([]byte, 10)); return errSink }, errSink},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := pipeThrough(c.write, c.read); !errors.Is(err, c.want) {
+				t.Errorf("pipeThrough: %v, want %v", err, c.want)
+			}
+		})
+	}
 }
