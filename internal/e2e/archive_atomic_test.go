@@ -20,7 +20,7 @@ import (
 // merges into the destination.
 func TestUploadArchiveAllOrNothing(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	for _, c := range runtimes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

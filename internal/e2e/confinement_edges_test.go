@@ -26,7 +26,7 @@ func outsideName(what string) string {
 // same name in /tmp keeps its content and inode, and no temporary file appears next to it.
 func TestEditFileNeverFollowsASwappedDirectory(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	for _, c := range []connection{connections()[0], connections()[4]} { // python runtime via gateway; sandboxd
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -76,7 +76,7 @@ func TestEditFileNeverFollowsASwappedDirectory(t *testing.T) {
 // /tmp stays empty.
 func TestStateDirectoryAsALinkIsRefused(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	for _, c := range []connection{connections()[0], connections()[4]} { // python runtime via gateway; sandboxd
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -132,7 +132,7 @@ func TestStateDirectoryAsALinkIsRefused(t *testing.T) {
 // tool gives, never a redirect; "." and a path climbing back to it list the working directory.
 func TestDotDotPathsGetTheConfinementMessage(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	for _, c := range []connection{connections()[0], connections()[4]} { // python runtime via gateway; sandboxd
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -60,7 +60,7 @@ func sandboxSum(t *testing.T, s *mcp.ClientSession, with func(map[string]any) ma
 // server's peak RSS under transferRSSBoundMiB; paths outside the allowlist are refused.
 func TestHostCopyOfAnySize(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	for _, c := range runtimes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

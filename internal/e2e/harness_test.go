@@ -56,6 +56,10 @@ func TestMain(m *testing.M) {
 	}())
 }
 
+// bothPools asks a test namespace for ready sandboxes in both warm pools, for a test that
+// claims from each runtime (stack.Namespace readies sandboxd-pool alone by default).
+var bothPools = []string{localstack.SandboxdPool, localstack.PythonPool}
+
 // connection is one way the server reaches sandboxes, with the warm pool whose runtime it speaks.
 type connection struct {
 	name string

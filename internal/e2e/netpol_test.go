@@ -40,7 +40,7 @@ except OSError as e:
 // these templates.
 func TestSandboxesCannotReachEachOther(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	py, sbd := connections()[2], connections()[4] // in-cluster-pod-ip, sandboxd-pod-ip
 	alice := stdioSession(t, py.env, "")
 	bob := stdioSession(t, sbd.env, "")

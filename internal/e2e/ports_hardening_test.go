@@ -38,7 +38,7 @@ while True:
 // read, and a stream through an unexposed URL ends within ports.StreamsEndWithin.
 func TestPortsHardening(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 
 	t.Run("the runtime's control ports are refused", func(t *testing.T) {
 		t.Parallel()

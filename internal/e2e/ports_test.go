@@ -41,7 +41,7 @@ while True:
 // delete_sandbox end the URLs.
 func TestExposePort(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	const token = "ports-token-0123456789"
 	cases := []struct {
 		name string

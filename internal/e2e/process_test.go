@@ -75,7 +75,7 @@ func readUntil(t *testing.T, s *mcp.ClientSession, with func(map[string]any) map
 // stops them, because nothing about a process lives in the server.
 func TestProcessesOutliveTheServer(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	for _, c := range []connection{connections()[0], connections()[4]} { // python runtime via gateway; sandboxd
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -157,7 +157,7 @@ func commandTransport(t *testing.T, env []string) *mcp.CommandTransport {
 // dropped request over HTTP) leaves no process behind in the sandbox, on both runtimes.
 func TestCancellation(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	conns := connections()
 	for _, c := range []connection{conns[2], conns[4]} { // python runtime, sandboxd
 		for _, tr := range []string{"stdio", "http"} {

@@ -168,7 +168,7 @@ func TestRBACUnderTheRealAPIServer(t *testing.T) {
 	t.Parallel()
 	holdShippedNamespace(t) // its ServiceAccount lives there
 	m := loadDeploy(t)
-	ns := stack.Namespace(t).Name
+	ns := stack.Namespace(t, bothPools...).Name
 	applyShipped(t, m, ns)
 	createGateway(t, ns, "rbac-gateway", stack.Env["GATEWAY_ADDRESS"])
 	createGateway(t, ns, "rbac-gateway-pending", "")

@@ -55,7 +55,7 @@ func TestSandboxIsAContainerWithTheTemplatesLimits(t *testing.T) {
 	for _, c := range runtimes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			ns := stack.Namespace(t)
+			ns := stack.Namespace(t, c.pool)
 			cs := stdioSession(t, c.env, "")
 			created := call[createResult](t, cs, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns.Name})
 			pod := sandboxPod(t, ns.Name, created.SandboxClaimName)
@@ -94,7 +94,7 @@ func TestOOMKilledCommandIsReportedAsSuch(t *testing.T) {
 	for _, c := range runtimes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			ns := stack.Namespace(t)
+			ns := stack.Namespace(t, c.pool)
 			cs := stdioSession(t, c.env, "")
 			created := call[createResult](t, cs, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns.Name})
 			claim := map[string]any{"sandbox_claim_name": created.SandboxClaimName, "namespace": ns.Name}
@@ -120,7 +120,7 @@ func TestPodDeletedMidCommandIsAClearError(t *testing.T) {
 	for _, c := range runtimes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			ns := stack.Namespace(t)
+			ns := stack.Namespace(t, c.pool)
 			cs := stdioSession(t, c.env, "")
 			created := call[createResult](t, cs, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns.Name})
 			pod := sandboxPod(t, ns.Name, created.SandboxClaimName)
@@ -167,7 +167,7 @@ func TestPodDeletedMidCommandIsAClearError(t *testing.T) {
 // so the pause container is PID 1 and reaps them.
 func TestOrphansAreReaped(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	for _, c := range runtimes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -51,7 +51,7 @@ func TestEveryToolEveryConnection(t *testing.T) {
 	for _, c := range connections() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			ns := stack.Namespace(t)
+			ns := stack.Namespace(t, c.pool)
 			t.Run("stdio", func(t *testing.T) {
 				scenario(t, stdioSession(t, c.env, ""), ns.Name, c.pool)
 			})

@@ -14,7 +14,7 @@ import (
 // workspace, on both runtimes; ordinary parent directories are still created.
 func TestUploadCreatesParentsOnlyInsideTheWorkspace(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	for _, c := range []connection{connections()[0], connections()[4]} { // python runtime via gateway; sandboxd
 		t.Run(c.name, func(t *testing.T) {
 			s := stdioSession(t, c.env, "")

@@ -43,7 +43,7 @@ type (
 // peak memory stays below the file's size, so it never held the file.
 func TestWorkspaceToolsOnAMillionLines(t *testing.T) {
 	t.Parallel()
-	ns := stack.Namespace(t)
+	ns := stack.Namespace(t, bothPools...)
 	for _, c := range []connection{connections()[2], connections()[5]} { // python runtime by pod IP; sandboxd by service
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -33,7 +33,7 @@ func TestAPIServerStopAndStart(t *testing.T) {
 		t.Fatalf("apiserver down after StartAPIServer: %v", err)
 	}
 	// The controllers and the kubelet reconnect: a claim still gets Ready.
-	ns := s.Namespace(t)
+	ns := s.Namespace(t, localstack.PythonPool)
 	if _, err := s.Claim(testContext(t), ns.Name, localstack.PythonPool); err != nil {
 		t.Fatal(err)
 	}

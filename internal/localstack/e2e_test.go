@@ -25,16 +25,16 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/localstack"
 )
 
-func TestWarmPoolsHaveTwoReadyPodsOnTheNode(t *testing.T) {
+func TestWarmPoolsHaveReadyPodsOnTheNode(t *testing.T) {
 	s := requireStack(t)
 	ctx := testContext(t)
-	ns := s.Namespace(t)
+	ns := s.Namespace(t, localstack.SandboxdPool, localstack.PythonPool)
 	pods, err := s.Kube.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pods.Items) != 4 {
-		t.Fatalf("got %d pods, want 2 per pool", len(pods.Items))
+	if len(pods.Items) != 2*localstack.ReadyPerPool {
+		t.Fatalf("got %d pods, want %d per pool", len(pods.Items), localstack.ReadyPerPool)
 	}
 	_, podNet, _ := net.ParseCIDR("10.244.0.0/24") // the CNI bridge's range (stack.sh)
 	seen := map[string]string{}
@@ -63,8 +63,8 @@ func TestWarmPoolsHaveTwoReadyPodsOnTheNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if wp.Status.ReadyReplicas != 2 {
-			t.Errorf("pool %s: readyReplicas %d, want 2", pool, wp.Status.ReadyReplicas)
+		if wp.Status.ReadyReplicas != localstack.ReadyPerPool {
+			t.Errorf("pool %s: readyReplicas %d, want %d", pool, wp.Status.ReadyReplicas, localstack.ReadyPerPool)
 		}
 	}
 }
@@ -142,7 +142,7 @@ func TestSandboxdClaimRunsCommandsAndFilesAsNonRoot(t *testing.T) {
 func TestPythonRuntimeExecutesAndUploadsIntoItsOwnAppDir(t *testing.T) {
 	s := requireStack(t)
 	ctx := testContext(t)
-	ns := s.Namespace(t)
+	ns := s.Namespace(t, localstack.PythonPool)
 	a, err := s.Claim(ctx, ns.Name, localstack.PythonPool)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestDeletingClaimStopsProcessesAndPoolRefills(t *testing.T) {
 	if left := podProcesses(t, c.Pod.UID); len(left) > 0 {
 		t.Errorf("processes left in the pod's cgroup: %v", left)
 	}
-	if err := s.WaitPoolReady(ctx, ns.Name, localstack.SandboxdPool, 2); err != nil {
+	if err := s.WaitPoolReady(ctx, ns.Name, localstack.SandboxdPool, localstack.ReadyPerPool); err != nil {
 		t.Error(err)
 	}
 }

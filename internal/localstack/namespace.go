@@ -24,7 +24,9 @@ import (
 const (
 	SandboxdPool = "sandboxd-pool" // sandboxd: REST podIP:8080, gRPC podIP:9090
 	PythonPool   = "python-pool"   // python runtime podIP:8888 (and sandboxd)
-	poolReplicas = 2
+	// ReadyPerPool is how many ready sandboxes a pool a test namespace asks for holds; the
+	// others hold none (a claim from them starts a pod).
+	ReadyPerPool = 1
 )
 
 // Namespace is a test's own namespace holding templates and warm pools like namespace default.
@@ -34,13 +36,22 @@ type Namespace struct {
 }
 
 // Namespace creates a unique namespace with the stack's templates and warm pools, waits until
-// both pools have poolReplicas ready sandboxes, and deletes it (waiting for its pods to be
-// gone) when the test ends.
-func (s *Stack) Namespace(t testing.TB) *Namespace {
+// the pools named (sandboxd-pool when none is) have ReadyPerPool ready sandboxes, and deletes
+// it (waiting for its pods to be gone) when the test ends. Every pool exists; those not named
+// are empty: the stack's tests are CPU-bound on two cores, and a pod started for nothing (a
+// python runtime's, whose interpreter loads FastAPI, is the dearest) slows every other test.
+func (s *Stack) Namespace(t testing.TB, ready ...string) *Namespace {
 	t.Helper()
+	if len(ready) == 0 {
+		ready = []string{SandboxdPool}
+	}
+	replicas := map[string]int32{}
+	for _, pool := range ready {
+		replicas[pool] = ReadyPerPool
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := s.NewNamespace(ctx, "ls-e2e-", poolReplicas)
+	n, err := s.newNamespace(ctx, "ls-e2e-", replicas)
 	if n != nil {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -60,6 +71,11 @@ func (s *Stack) Namespace(t testing.TB) *Namespace {
 // pools of replicas sandboxes each, and waits until they are ready. On an error after the
 // namespace exists it is returned too, for the caller to Delete.
 func (s *Stack) NewNamespace(ctx context.Context, prefix string, replicas int32) (*Namespace, error) {
+	return s.newNamespace(ctx, prefix, map[string]int32{SandboxdPool: replicas, PythonPool: replicas})
+}
+
+// newNamespace is NewNamespace with each pool's size (none: 0).
+func (s *Stack) newNamespace(ctx context.Context, prefix string, replicas map[string]int32) (*Namespace, error) {
 	ns, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: prefix, Labels: map[string]string{"localstack.k8s-sandbox-mcp/test": "true"}}},
 		metav1.CreateOptions{})
@@ -71,7 +87,7 @@ func (s *Stack) NewNamespace(ctx context.Context, prefix string, replicas int32)
 		return n, err
 	}
 	for _, pool := range []string{SandboxdPool, PythonPool} {
-		if err := s.WaitPoolReady(ctx, n.Name, pool, replicas); err != nil {
+		if err := s.WaitPoolReady(ctx, n.Name, pool, replicas[pool]); err != nil {
 			return n, err
 		}
 	}
@@ -80,7 +96,7 @@ func (s *Stack) NewNamespace(ctx context.Context, prefix string, replicas int32)
 
 // installPools creates the templates and pools of the example manifests shipped for users
 // (deploy/examples/sandbox-pools.yaml), as stack.sh does in namespace default.
-func (n *Namespace) installPools(ctx context.Context, replicas int32) error {
+func (n *Namespace) installPools(ctx context.Context, replicas map[string]int32) error {
 	// The pools of the version the stack runs (sandbox-pools-v0.5.yaml on v0.5.6), taken from
 	// this checkout: the stack may have been started from another one.
 	name := filepath.Base(n.stack.Env["POOLS_MANIFEST"])
@@ -119,7 +135,8 @@ func (n *Namespace) installPools(ctx context.Context, replicas int32) error {
 			if err := yaml.UnmarshalStrict(doc, &o); err != nil {
 				return fmt.Errorf("pool manifests: %w", err)
 			}
-			o.Namespace, o.Spec.Replicas = n.Name, &replicas
+			r := replicas[o.Name]
+			o.Namespace, o.Spec.Replicas = n.Name, &r
 			_, err = ext.SandboxWarmPools(n.Name).Create(ctx, &o, metav1.CreateOptions{})
 		case "":
 			continue

@@ -18,7 +18,7 @@ import (
 func TestRouterAndGatewayRouteBySandboxHeaders(t *testing.T) {
 	s := requireStack(t)
 	ctx := testContext(t)
-	ns := s.Namespace(t)
+	ns := s.Namespace(t, localstack.PythonPool)
 	c, err := s.Claim(ctx, ns.Name, localstack.PythonPool)
 	if err != nil {
 		t.Fatal(err)
