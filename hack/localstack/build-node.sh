@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Builds the real node's binaries into $NODE_BIN, a cache outside the clone keyed by versions
-# (kubelet, kube-proxy and kube-scheduler, containerd with ctr and the runc shim, CoreDNS, metrics-server;
-# kube-router in its own folder, $KUBE_ROUTER_BIN), and
-# installs the Debian packages the node runs with (runc, CNI plugins, iptables: hack/deps.sh node).
-# Every binary comes from a nested module under build/ that pins it. Skips what exists.
-# Not run by hack/test.sh or build.sh yet: nothing uses the node until the stack runs it.
+# Builds the real node's binaries that are not Kubernetes' own (build.sh builds the kubelet,
+# kube-proxy and kube-scheduler with the control plane) into $STACK_BIN: containerd with ctr
+# and the runc shim, CoreDNS, metrics-server and kube-router, all from build/stack, and
+# installs the Debian packages the node runs with (runc, CNI plugins, iptables: hack/deps.sh
+# node). Skips what exists. After build.sh, most of what they import is in go's build cache.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.sh
@@ -14,37 +13,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 "$here/../deps.sh" node
 
-# Static (CGO_ENABLED=0) as upstream's release builds them, so they also run inside images.
-# no_btrfs: the btrfs snapshotter needs C headers and the node uses overlayfs;
-# urfave_cli_no_docs and the shim's no_grpc are upstream's own tags.
+# A build per program where their -X stamps differ: metrics-server stamps client-go's version,
+# which the Kubernetes binaries stamp too.
 cdpkg=github.com/containerd/containerd/v2
-cdflags="-s -w -X $cdpkg/version.Version=$CONTAINERD_VERSION"
-CGO_ENABLED=0 BUILD_TAGS="no_btrfs urfave_cli_no_docs" BUILD_HINT="cold: about 2 min" \
-  build "$here/build/containerd" "$NODE_BIN" "$cdflags" \
+BUILD_HINT="cold: about 2 min" stack_build "-s -w -X $cdpkg/version.Version=$CONTAINERD_VERSION" \
   "$cdpkg/cmd/containerd=containerd" \
   "$cdpkg/cmd/ctr=ctr"
-CGO_ENABLED=0 BUILD_TAGS="no_btrfs urfave_cli_no_docs no_grpc" BUILD_HINT="cold: about 1 min" \
-  build "$here/build/containerd" "$NODE_BIN" "$cdflags" \
+# The shim's no_grpc is upstream's own tag.
+BUILD_HINT="cold: about 1 min" STACK_EXTRA_TAGS=no_grpc stack_build "-s -w -X $cdpkg/version.Version=$CONTAINERD_VERSION" \
   "$cdpkg/cmd/containerd-shim-runc-v2=containerd-shim-runc-v2"
-
 # CoreDNS's version is a constant of its source; its Makefile stamps only the git commit,
 # which a module zip does not carry.
-CGO_ENABLED=0 BUILD_HINT="cold: a few minutes" \
-  build "$here/build/coredns" "$NODE_BIN" "-s -w" \
+BUILD_HINT="cold: about 2 min" stack_build "-s -w" \
   github.com/coredns/coredns=coredns
-
-CGO_ENABLED=0 BUILD_HINT="cold: a few minutes" \
-  build "$here/build/metrics-server" "$NODE_BIN" "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
+BUILD_HINT="cold: about 1 min" stack_build "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
   sigs.k8s.io/metrics-server/cmd/metrics-server=metrics-server
-
-CGO_ENABLED=0 BUILD_HINT="cold: about 4 min" \
-  build "$here/build/kube-router" "$KUBE_ROUTER_BIN" "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
+BUILD_HINT="cold: about 2 min" stack_build "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
   github.com/cloudnativelabs/kube-router/v2/cmd/kube-router=kube-router
-
-# Built like the control plane (same module, flags and cgo setting as build.sh), so the
-# packages they share with kube-apiserver come from go's build cache.
-BUILD_HINT="cold: kubelet about 15 min on 2 cores, less after build.sh" \
-  build "$here/build/kube" "$NODE_BIN" "$(kube_ldflags)" \
-  k8s.io/kubernetes/cmd/kubelet=kubelet \
-  k8s.io/kubernetes/cmd/kube-proxy=kube-proxy \
-  k8s.io/kubernetes/cmd/kube-scheduler=kube-scheduler

@@ -4,7 +4,7 @@ PKI=$RUN/pki
 PIDS=$RUN/pids
 LOGS=$RUN/logs
 export KUBECONFIG=$RUN/kubeconfig
-export PATH=$KUBE_BIN:$PATH
+export PATH=$STACK_BIN:$PATH
 # Every component but the API bridge runs in this network namespace: pod addresses, Service
 # addresses and the node's address exist only there. Its loopback carries the control plane's
 # ports; the host's loopback only the bridge to the API server (same port).

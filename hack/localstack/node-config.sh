@@ -111,7 +111,7 @@ import_images() {
   local out name tar
   out=$("$here/images.sh" 2>>"$LOGS/images.log") || die "building the images failed (log: $LOGS/images.log)"
   while read -r name tar; do
-    "$NODE_BIN/ctr" --address "$SOCK" -n k8s.io images import "$tar" >/dev/null 2>>"$LOGS/images.log" ||
+    "$STACK_BIN/ctr" --address "$SOCK" -n k8s.io images import "$tar" >/dev/null 2>>"$LOGS/images.log" ||
       die "importing $tar failed (log: $LOGS/images.log)"
   done <<<"$out"
   echo "$out" >"$RUN/images"

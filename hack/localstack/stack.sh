@@ -56,7 +56,7 @@ preflight() {
 }
 
 start_apiserver() {
-  start kube-apiserver "$KUBE_BIN/kube-apiserver" --etcd-servers="$ETCD_URL" \
+  start kube-apiserver "$STACK_BIN/kube-apiserver" --etcd-servers="$ETCD_URL" \
     --bind-address=0.0.0.0 --advertise-address="$NODE_IP" --secure-port="$API_PORT" --cert-dir="$PKI" \
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
     --client-ca-file="$PKI/ca.crt" --service-cluster-ip-range="$SERVICE_CIDR" \
@@ -142,16 +142,16 @@ cmd_up() {
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [ -d "$gw_mod/config/crd/standard" ] || die "gateway-api $GATEWAY_API_VERSION CRDs not found"
 
-  start etcd "$KUBE_BIN/etcd" --name=localstack --data-dir="$RUN/etcd" \
+  start etcd "$STACK_BIN/etcd" --name=localstack --data-dir="$RUN/etcd" \
     --listen-client-urls="$ETCD_URL" --advertise-client-urls="$ETCD_URL" \
     --listen-peer-urls=http://127.0.0.1:12380 --initial-advertise-peer-urls=http://127.0.0.1:12380 \
     --initial-cluster=localstack=http://127.0.0.1:12380 --unsafe-no-fsync --log-level=warn
-  PATH=$NODE_BIN:$PATH start containerd "$NODE_BIN/containerd" --config "$NODE_DIR/containerd/config.toml"
+  PATH=$STACK_BIN:$PATH start containerd "$STACK_BIN/containerd" --config "$NODE_DIR/containerd/config.toml"
   wait_for etcd 20 in_ns curl -fsS "$ETCD_URL/health"
   start_apiserver
   start_bridge
   # Images import while the API server starts.
-  wait_for containerd 30 "$NODE_BIN/ctr" --address "$SOCK" version
+  wait_for containerd 30 "$STACK_BIN/ctr" --address "$SOCK" version
   import_images &
   local import_pid=$!
   wait_for kube-apiserver 60 kubectl get --raw=/readyz
@@ -160,20 +160,20 @@ cmd_up() {
     die "applying the agent-sandbox CRDs failed"
   kubectl apply --server-side --force-conflicts -f "$gw_mod/config/crd/standard" >/dev/null || die "applying the Gateway API CRDs failed"
   local kc=$PKI/kube-controller-manager.kubeconfig
-  start kube-controller-manager "$KUBE_BIN/kube-controller-manager" --kubeconfig="$kc" \
+  start kube-controller-manager "$STACK_BIN/kube-controller-manager" --kubeconfig="$kc" \
     --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
     --bind-address=127.0.0.1 --secure-port=10257 --leader-elect=false --controllers='*' \
     --use-service-account-credentials=true --service-account-private-key-file="$PKI/sa.key" \
     --root-ca-file="$PKI/ca.crt" --enable-hostpath-provisioner=true --v=1
-  start kube-scheduler "$NODE_BIN/kube-scheduler" --config="$NODE_DIR/scheduler/config.yaml" \
+  start kube-scheduler "$STACK_BIN/kube-scheduler" --config="$NODE_DIR/scheduler/config.yaml" \
     --authentication-kubeconfig="$PKI/kube-scheduler.kubeconfig" --authorization-kubeconfig="$PKI/kube-scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port=10259 --v=1
   wait "$import_pid" || exit 1
   image_names
-  start kubelet "$NODE_BIN/kubelet" --config="$NODE_DIR/kubelet/config.yaml" \
+  start kubelet "$STACK_BIN/kubelet" --config="$NODE_DIR/kubelet/config.yaml" \
     --kubeconfig="$PKI/kubelet.kubeconfig" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" \
     --root-dir="$NODE_DIR/kubelet/root" --v=1
-  start kube-proxy "$NODE_BIN/kube-proxy" --config="$NODE_DIR/proxy/config.yaml" --v=1
+  start kube-proxy "$STACK_BIN/kube-proxy" --config="$NODE_DIR/proxy/config.yaml" --v=1
   kubectl wait --for=condition=Established --timeout=30s crd --all >/dev/null
   start agent-sandbox-controller "$SANDBOX_BIN/agent-sandbox-controller" --kubeconfig="$KUBECONFIG" \
     --extensions --leader-elect=false "${CONTROLLER_FLAGS[@]}" \
@@ -189,7 +189,7 @@ cmd_up() {
   # NetworkPolicy: only the firewall, once the Node it enforces on is registered. Traffic from
   # the node itself (the MCP server and the router run as processes here) always reaches pods,
   # as the NetworkPolicy API allows.
-  start kube-router "$KUBE_ROUTER_BIN/kube-router" --kubeconfig="$KUBECONFIG" --hostname-override="$NODE_NAME" \
+  start kube-router "$STACK_BIN/kube-router" --kubeconfig="$KUBECONFIG" --hostname-override="$NODE_NAME" \
     --run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
     --service-cluster-ip-range="$SERVICE_CIDR" --health-port=20244 --iptables-sync-period=1m --v=1
   wait_for kube-proxy 30 in_ns curl -fsS http://127.0.0.1:10256/healthz
@@ -290,7 +290,7 @@ write_env() {
     echo "SANDBOXD_POOL=sandboxd-pool"
     echo "PYTHON_POOL=python-pool"
     echo "POOLS_MANIFEST=$POOLS"
-    echo "KUBECTL=$KUBE_BIN/kubectl"
+    echo "KUBECTL=$STACK_BIN/kubectl"
     echo "SERVER_OVERLAY=$here/manifests/server"
     local kind rest
     connections | while read -r kind rest; do echo "CONN_$kind=${rest// /,}"; done

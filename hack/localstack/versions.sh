@@ -10,7 +10,6 @@ AGENT_SANDBOX_COMPAT_VERSION=v0.5.6
 AGENT_SANDBOX_VERSION=${LOCALSTACK_AGENT_SANDBOX:-$AGENT_SANDBOX_DEFAULT_VERSION}
 GATEWAY_API_VERSION=v1.6.3
 LOCALSTACK_CACHE=${K8S_SANDBOX_MCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-sandbox-mcp}
-KUBE_BIN=$LOCALSTACK_CACHE/bin/kube-$KUBE_VERSION-etcd-$ETCD_VERSION
 SANDBOX_BIN=$LOCALSTACK_CACHE/bin/agent-sandbox-$AGENT_SANDBOX_VERSION
 SANDBOX_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build/sandbox-$AGENT_SANDBOX_VERSION
 # The real node (kubelet + containerd + runc), cluster DNS and metrics; images built on the machine.
@@ -18,14 +17,20 @@ CONTAINERD_VERSION=v2.4.2
 COREDNS_VERSION=v1.12.4
 METRICS_SERVER_VERSION=v0.8.0
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
-NODE_BIN=$LOCALSTACK_CACHE/bin/node-$KUBE_VERSION-containerd-$CONTAINERD_VERSION-coredns-$COREDNS_VERSION-metrics-$METRICS_SERVER_VERSION
 # NetworkPolicy enforcement: kube-router's network policy controller alone (no routing, no
 # service proxy), the one maintained engine that runs on this kernel (iptables and ipset;
 # kube-network-policies needs nftables' queue statement, which the kernel lacks). v2.1.0 is the
 # only version the module proxy serves; the advisories against it are in its service proxy,
 # which the stack does not run.
 KUBE_ROUTER_VERSION=v2.1.0
-KUBE_ROUTER_BIN=$LOCALSTACK_CACHE/bin/kube-router-$KUBE_ROUTER_VERSION
+# The control plane and the node (Kubernetes, etcd, containerd, CoreDNS, metrics-server,
+# kube-router) build from one module, build/stack, which pins every one of them and so holds one
+# version of each dependency they share (client-go, apiserver, grpc, otel...): go's build cache
+# compiles those once for all thirteen binaries, where a module per program compiled them once
+# per program (a cold build is the longest part of a cold CI run). The versions above stamp the
+# binaries and name the images; the module's go.mod and go.sum key the binaries' folder.
+STACK_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build/stack
+STACK_BIN=$LOCALSTACK_CACHE/bin/stack-$KUBE_VERSION-$(cat "$STACK_MOD/go.mod" "$STACK_MOD/go.sum" | sha256sum | cut -c1-16)
 IMAGES_DIR=$LOCALSTACK_CACHE/images
 # Test tooling: gotestsum runs hack/test.sh's stack packages (hack/deps.sh installs it).
 GOTESTSUM_VERSION=v1.13.0
