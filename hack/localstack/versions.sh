@@ -23,14 +23,17 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 # only version the module proxy serves; the advisories against it are in its service proxy,
 # which the stack does not run.
 KUBE_ROUTER_VERSION=v2.1.0
-# The control plane and the node (Kubernetes, etcd, containerd, CoreDNS, metrics-server,
-# kube-router) build from one module, build/stack, which pins every one of them and so holds one
-# version of each dependency they share (client-go, apiserver, grpc, otel...): go's build cache
-# compiles those once for all thirteen binaries, where a module per program compiled them once
-# per program (a cold build is the longest part of a cold CI run). The versions above stamp the
-# binaries and name the images; the module's go.mod and go.sum key the binaries' folder.
+# The control plane and the node (Kubernetes, etcd, containerd, CoreDNS, kube-router) build from
+# one module, build/stack, which pins every one of them and so holds one version of each
+# dependency they share (client-go, grpc, otel...): go's build cache compiles those once for
+# all twelve binaries, where a module per program compiled them once per program (a cold build
+# is the longest part of a cold CI run). The versions above stamp the binaries and name the
+# images; the module's go.mod and go.sum key the binaries' folder. metrics-server keeps its own
+# module, build/metrics-server: v0.8.0 built against Kubernetes v1.37's libraries starts and
+# panics (its generated OpenAPI names no longer match what the apiserver library looks up).
 STACK_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build/stack
 STACK_BIN=$LOCALSTACK_CACHE/bin/stack-$KUBE_VERSION-$(cat "$STACK_MOD/go.mod" "$STACK_MOD/go.sum" | sha256sum | cut -c1-16)
+METRICS_SERVER_BIN=$LOCALSTACK_CACHE/bin/metrics-server-$METRICS_SERVER_VERSION
 IMAGES_DIR=$LOCALSTACK_CACHE/images
 # Test tooling: gotestsum runs hack/test.sh's stack packages (hack/deps.sh installs it).
 GOTESTSUM_VERSION=v1.13.0
