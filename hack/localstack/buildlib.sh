@@ -37,13 +37,10 @@ build() {
   echo "localstack: built ${names[*]} ($((SECONDS - start))s)" >&2
 }
 
-# stack_build <ldflags> <pkg=name>... builds from build/stack into $STACK_BIN, every binary
-# with one cgo setting and one set of tags (plus STACK_EXTRA_TAGS): a package built with other
-# settings is another entry in go's build cache, compiled again. Static, as upstream's release
-# builds are, so they also run inside images; no_btrfs because the btrfs snapshotter needs C
-# headers and the node uses overlayfs, urfave_cli_no_docs as containerd's own release build.
+# stack_build <ldflags> <pkg=name>... builds from build/stack into $STACK_BIN with the stack's
+# cgo setting and tags (versions.sh says why), plus STACK_EXTRA_TAGS.
 stack_build() {
-  CGO_ENABLED=0 BUILD_TAGS="no_btrfs urfave_cli_no_docs${STACK_EXTRA_TAGS:+ $STACK_EXTRA_TAGS}" \
+  CGO_ENABLED=$STACK_CGO_ENABLED BUILD_TAGS="$STACK_TAGS${STACK_EXTRA_TAGS:+ $STACK_EXTRA_TAGS}" \
     build "$STACK_MOD" "$STACK_BIN" "$@"
 }
 
