@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -118,8 +117,7 @@ func TestConformance(t *testing.T) {
 // to the Node 22 it needs.
 func conformanceBin(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	deps, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "hack", "deps.sh"))
+	deps, err := os.ReadFile(filepath.Join(stack.RepoRoot, "hack", "deps.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -37,19 +36,17 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
+		if stack, err = localstack.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "starting the local stack:", err)
+			return 1
+		}
 		binary = filepath.Join(dir, "k8s-sandbox-mcp")
 		// The static binary that ships, built as install.sh builds it (TestBinaryIsStatic).
 		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binary, ".")
-		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		build.Dir, build.Stdout, build.Stderr = stack.RepoRoot, os.Stderr, os.Stderr
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "building the server:", err)
-			return 1
-		}
-		if stack, err = localstack.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "starting the local stack:", err)
 			return 1
 		}
 		return m.Run()

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"k8s.io/client-go/kubernetes"
@@ -145,17 +144,24 @@ func readEnv(ctx context.Context, dir string) (map[string]string, error) {
 	return env, nil
 }
 
-// repoRoot is two levels above this source file.
+// repoRoot is the nearest directory at or above the working directory (a test's is its
+// package's) that holds hack/localstack/stack.sh. Not this source file's path: hack/test.sh
+// builds with -trimpath, which leaves runtime.Caller a module path.
 func repoRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("localstack: cannot locate the repository")
-	}
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	if _, err := os.Stat(filepath.Join(root, "hack", "localstack", "stack.sh")); err != nil {
+	dir, err := os.Getwd()
+	if err != nil {
 		return "", fmt.Errorf("localstack: %w", err)
 	}
-	return filepath.Abs(root)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "localstack", "stack.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("localstack: no hack/localstack/stack.sh at or above the working directory")
+		}
+		dir = parent
+	}
 }
 
 // inNetNS fails unless this process runs in the network namespace at path: only there do
