@@ -42,7 +42,7 @@ hack/localstack/stack.sh up >/dev/null
 # priority: the stack's tests leave about a fifth of the CPU idle, waiting on controllers.
 compat_log=$(mktemp "${TMPDIR:-/tmp}/k8s-sandbox-mcp-compat-build.XXXXXX.log")
 (export LOCALSTACK_AGENT_SANDBOX=$AGENT_SANDBOX_COMPAT_VERSION
-  nice -n 19 hack/localstack/build.sh && nice -n 19 hack/localstack/images.sh sandboxd python-runtime >/dev/null) >"$compat_log" 2>&1 &
+  nice -n 19 hack/localstack/build.sh && nice -n 19 hack/localstack/images.sh sandbox >/dev/null) >"$compat_log" 2>&1 &
 compat_build=$!
 go vet -tags e2e ./...
 # Packages that share the one local stack run one at a time (one of them stops and restarts the

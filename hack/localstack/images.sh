@@ -6,7 +6,8 @@
 # make (CoreDNS from $STACK_BIN, metrics-server from $METRICS_SERVER_BIN).
 #
 #   images.sh [IMAGE...]   IMAGE: pause forward sandboxd python-runtime server coredns
-#                          metrics-server (default: all)
+#                          metrics-server (default: all), or sandbox: the images of
+#                          $AGENT_SANDBOX_VERSION (SANDBOX_IMAGES)
 #
 # Prints "<image name> <tarball>" per image on stdout. Tarballs are cached in $IMAGES_DIR,
 # keyed by the pinned versions and a hash of every input (this script, the Go module, the Go
@@ -30,6 +31,7 @@ SERVER_IMAGE=localhost/k8s-sandbox-mcp/server:dev
 COREDNS_IMAGE=localhost/k8s-sandbox-mcp/coredns:$COREDNS_VERSION
 METRICS_SERVER_IMAGE=localhost/k8s-sandbox-mcp/metrics-server:$METRICS_SERVER_VERSION
 ALL_IMAGES="pause forward sandboxd python-runtime server coredns metrics-server"
+SANDBOX_IMAGES="sandboxd python-runtime" # the images built from agent-sandbox's version
 
 # The Debian base of the sandboxd and python-runtime images (one shared layer): what
 # upstream's images give a command to run (debian:bookworm-slim's shell and tools, plus
@@ -382,8 +384,13 @@ for tool in go apt-get apt-cache dpkg-deb tar sha256sum flock; do
   command -v "$tool" >/dev/null || die "missing $tool"
 done
 wanted=${*:-$ALL_IMAGES}
+words=$wanted wanted=""
+for img in $words; do
+  [ "$img" = sandbox ] && img=$SANDBOX_IMAGES
+  wanted+=" $img"
+done
 for img in $wanted; do
-  [[ " $ALL_IMAGES " == *" $img "* ]] || die "unknown image $img (one of: $ALL_IMAGES)"
+  [[ " $ALL_IMAGES " == *" $img "* ]] || die "unknown image $img (one of: $ALL_IMAGES; or sandbox)"
 done
 DEBS=$IMAGES_DIR/debs
 mkdir -p "$DEBS"

@@ -47,6 +47,11 @@ func (s *Stack) Namespace(t testing.TB, ready ...string) *Namespace {
 	}
 	replicas := map[string]int32{}
 	for _, pool := range ready {
+		if pool != SandboxdPool && pool != PythonPool {
+			// A misspelt pool would be left empty: the test's claims then wait for cold pods
+			// and pass, slower, where it meant a warm one.
+			t.Fatalf("localstack: no pool %q in a test namespace (%s, %s)", pool, SandboxdPool, PythonPool)
+		}
 		replicas[pool] = ReadyPerPool
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
