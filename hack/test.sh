@@ -11,8 +11,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 . hack/localstack/versions.sh
 # Every go command here builds as the stack's binaries are built (its cgo setting and
-# -trimpath), as the server image and the e2e harness's server are: go's build cache then
-# compiles each package they share with this module's tests once (the shared modules' versions
+# -trimpath), as the server image and the e2e harness's server are, so that go's build cache
+# can compile each package they share with this module's tests once (the shared modules' versions
 # agree: hack/localstack/versions_test.go).
 export CGO_ENABLED=$STACK_CGO_ENABLED GOFLAGS="-trimpath${GOFLAGS:+ $GOFLAGS}"
 # The modules of everything built after the control plane download while it compiles, rather

@@ -30,7 +30,8 @@ KUBE_ROUTER_VERSION=v2.1.0
 # per program (a cold build is the longest part of a cold CI run). The module's versions of the
 # modules this repository's own go.mod also requires are the same (hack/localstack/
 # versions_test.go checks them, and the versions above), and hack/test.sh builds with the
-# stack's settings, so the tests compile only what is theirs. The versions above stamp the
+# stack's settings, so that the tests can reuse what the stack compiled (how much a cold run
+# gains from it is not yet measured). The versions above stamp the
 # binaries and name the images. The binaries' folder is keyed by the module (go.mod, go.sum, its
 # own CoreDNS main) and by the settings every stack binary is built with: one cgo setting and one
 # set of tags (a package built with other settings is another entry in go's build cache,
@@ -47,7 +48,7 @@ if [ "$AGENT_SANDBOX_VERSION" = "$AGENT_SANDBOX_DEFAULT_VERSION" ]; then
   SANDBOX_MOD=$STACK_MOD
   SANDBOX_BIN=$STACK_BIN
 else
-  SANDBOX_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build/sandbox-$AGENT_SANDBOX_VERSION
+  SANDBOX_MOD=${STACK_MOD%/stack}/sandbox-$AGENT_SANDBOX_VERSION
   SANDBOX_BIN=$LOCALSTACK_CACHE/bin/agent-sandbox-$AGENT_SANDBOX_VERSION
 fi
 METRICS_SERVER_BIN=$LOCALSTACK_CACHE/bin/metrics-server-$METRICS_SERVER_VERSION
