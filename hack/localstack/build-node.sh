@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real node's binaries that are not Kubernetes' own (build.sh builds the kubelet,
 # kube-proxy and kube-scheduler with the control plane) into $STACK_BIN: containerd with ctr
-# and the runc shim, CoreDNS and kube-router, all from build/stack; metrics-server from its own
-# module into $METRICS_SERVER_BIN (versions.sh says why); and
+# and the runc shim, CoreDNS, metrics-server and kube-router, all from build/stack; and
 # installs the Debian packages the node runs with (runc, CNI plugins, iptables: hack/deps.sh
 # node). Skips what exists. After build.sh, most of what they import is in go's build cache.
 set -euo pipefail
@@ -27,8 +26,9 @@ BUILD_HINT="cold: about 1 min" STACK_EXTRA_TAGS=no_grpc stack_build "-s -w -X $c
 # module zip does not carry.
 BUILD_HINT="cold: under 1 min" stack_build "-s -w" \
   ./coredns=coredns
-CGO_ENABLED=0 BUILD_HINT="cold: about 4 min" \
-  build "$here/build/metrics-server" "$METRICS_SERVER_BIN" "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
-  sigs.k8s.io/metrics-server/cmd/metrics-server=metrics-server
+# metrics-server from the stack module's own main too (metrics-server/main.go says why), stamped
+# as upstream's Makefile does.
+BUILD_HINT="cold: under 1 min" stack_build "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
+  ./metrics-server=metrics-server
 BUILD_HINT="cold: about 2 min" stack_build "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
   github.com/cloudnativelabs/kube-router/v2/cmd/kube-router=kube-router

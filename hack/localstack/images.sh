@@ -3,7 +3,7 @@
 # import`: no registry is reachable and no docker engine is needed. Debian images are made from
 # Debian packages (apt-get download + dpkg-deb, no maintainer scripts), the rest from static Go
 # binaries (hack/localstack/build/images) and the pinned binaries build.sh and build-node.sh
-# make (CoreDNS from $STACK_BIN, metrics-server from $METRICS_SERVER_BIN).
+# make (CoreDNS and metrics-server from $STACK_BIN).
 #
 #   images.sh [IMAGE...]   IMAGE: pause forward sandboxd python-runtime server coredns
 #                          metrics-server (default: all), or sandbox: the images of
@@ -371,7 +371,7 @@ build_coredns() { # <out>
 build_metrics_server() { # <out>
   local t0=$SECONDS l=$work/metrics-server
   tools; static_base
-  mkdir -p "$l" && cp "$METRICS_SERVER_BIN/metrics-server" "$l/metrics-server"
+  mkdir -p "$l" && cp "$STACK_BIN/metrics-server" "$l/metrics-server"
   cp "$work/static.packages" "$work/packages"
   make_image "$1" "$METRICS_SERVER_IMAGE" "$t0" -want /metrics-server=0:0 -want /tmp -- \
     -layer "$work/static" -layer "$l" -owner /home/nonroot=65532:65532 \
@@ -418,7 +418,7 @@ key_of() { # <image>: the cache key of its tarball
   server) echo "$tools_key $SERVER_IMAGE $codename $(server_src_hash)" ;;
   coredns | metrics-server)
     local bin=$STACK_BIN/$1 img=$COREDNS_IMAGE
-    [ "$1" = coredns ] || bin=$METRICS_SERVER_BIN/$1 img=$METRICS_SERVER_IMAGE
+    [ "$1" = coredns ] || img=$METRICS_SERVER_IMAGE
     [ -x "$bin" ] || die "$bin is missing: run hack/localstack/build-node.sh"
     echo "$tools_key $img $codename $(sha256sum <"$bin")" ;;
   esac | hash

@@ -4,9 +4,12 @@ ETCD_VERSION=v3.7.3
 # agent-sandbox: the stack runs AGENT_SANDBOX_VERSION, by default what users run; hack/test.sh's
 # compatibility run brings the same stack up on AGENT_SANDBOX_COMPAT_VERSION
 # (LOCALSTACK_AGENT_SANDBOX=v0.5.6 hack/localstack/stack.sh up). Each version claims from its own
-# example pools. The default version builds with the stack (build/stack, below), on its
-# libraries; an older one from its own module, build/sandbox-<version>, pinned to the libraries
-# it was released with.
+# example pools. The default version builds with the stack (build/stack, below); an older one
+# from its own module, build/sandbox-<version> (one module cannot hold two versions of
+# agent-sandbox), which pins every module it shares with the stack at the stack's version, so
+# that a cold build compiles only agent-sandbox's own packages: v0.5.6's code on Kubernetes
+# v0.37.2's libraries where its release used v0.36.3's, and controller-runtime v0.24.1 as its
+# release did (versions_test.go checks both modules agree).
 AGENT_SANDBOX_DEFAULT_VERSION=v1.0.1
 AGENT_SANDBOX_COMPAT_VERSION=v0.5.6
 AGENT_SANDBOX_VERSION=${LOCALSTACK_AGENT_SANDBOX:-$AGENT_SANDBOX_DEFAULT_VERSION}
@@ -23,35 +26,37 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 # only version the module proxy serves; the advisories against it are in its service proxy,
 # which the stack does not run.
 KUBE_ROUTER_VERSION=v2.1.0
-# The control plane and the node (Kubernetes, etcd, containerd, CoreDNS, kube-router) and the
-# default agent-sandbox build from one module, build/stack, which pins every one of them and so
-# holds one version of each dependency they share (client-go, grpc, otel...): go's build cache
-# compiles those once for all fifteen binaries, where a module per program compiled them once
-# per program (a cold build is the longest part of a cold CI run). The module's versions of the
-# modules this repository's own go.mod also requires are the same (hack/localstack/
-# versions_test.go checks them, and the versions above), and hack/test.sh builds with the
-# stack's settings, so that the tests can reuse what the stack compiled (how much a cold run
-# gains from it is not yet measured). The versions above stamp the
-# binaries and name the images. The binaries' folder is keyed by the module (go.mod, go.sum, its
-# own CoreDNS main) and by the settings every stack binary is built with: one cgo setting and one
-# set of tags (a package built with other settings is another entry in go's build cache,
-# compiled again). Static, as upstream's release builds are, so they also run inside images;
-# no_btrfs because the btrfs snapshotter needs C headers and the node uses overlayfs,
-# urfave_cli_no_docs as containerd's own release build. metrics-server keeps its own module,
-# build/metrics-server: v0.8.0 built against Kubernetes v1.37's libraries starts and panics (its
-# generated OpenAPI names no longer match what the apiserver library looks up).
+# The control plane and the node (Kubernetes, etcd, containerd, CoreDNS, metrics-server,
+# kube-router) and the default agent-sandbox build from one module, build/stack, which pins
+# every one of them and so holds one version of each dependency they share (client-go, grpc,
+# otel...): go's build cache compiles those once for all sixteen binaries, where a module per
+# program compiled them once per program (a cold build is the longest part of a cold CI run).
+# The module's versions of the modules this repository's own go.mod also requires are the same
+# (hack/localstack/versions_test.go checks them, and the versions above), and hack/test.sh
+# builds with the stack's settings, so that the tests can reuse what the stack compiled. The
+# versions above stamp the binaries and name the images. The binaries' folder is keyed by the
+# module (go.mod, go.sum, its own mains of CoreDNS and metrics-server) and by the settings every
+# stack binary is built with: one cgo setting and one set of tags (a package built with other
+# settings is another entry in go's build cache, compiled again). Static, as upstream's release
+# builds are, so they also run inside images; no_btrfs because the btrfs snapshotter needs C
+# headers and the node uses overlayfs, urfave_cli_no_docs as containerd's own release build.
 STACK_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build/stack
 STACK_CGO_ENABLED=0
 STACK_TAGS="no_btrfs urfave_cli_no_docs"
-STACK_BIN=$LOCALSTACK_CACHE/bin/stack-$KUBE_VERSION-$(cd "$STACK_MOD" && { echo "CGO_ENABLED=$STACK_CGO_ENABLED tags=$STACK_TAGS"; cat go.mod go.sum; find . -name '*.go' | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
+# build_key <module dir> prints the key of what a build module builds with the stack's settings.
+build_key() {
+  (cd "$1" && { echo "CGO_ENABLED=$STACK_CGO_ENABLED tags=$STACK_TAGS"; cat go.mod go.sum; find . -name '*.go' | LC_ALL=C sort | xargs -r cat; } | sha256sum | cut -c1-16)
+}
+STACK_BIN=$LOCALSTACK_CACHE/bin/stack-$KUBE_VERSION-$(build_key "$STACK_MOD")
 if [ "$AGENT_SANDBOX_VERSION" = "$AGENT_SANDBOX_DEFAULT_VERSION" ]; then
   SANDBOX_MOD=$STACK_MOD
   SANDBOX_BIN=$STACK_BIN
 else
   SANDBOX_MOD=${STACK_MOD%/stack}/sandbox-$AGENT_SANDBOX_VERSION
   SANDBOX_BIN=$LOCALSTACK_CACHE/bin/agent-sandbox-$AGENT_SANDBOX_VERSION
+  # An unsupported version has no module: build.sh says so.
+  if [ -f "$SANDBOX_MOD/go.mod" ]; then SANDBOX_BIN+=-$(build_key "$SANDBOX_MOD"); fi
 fi
-METRICS_SERVER_BIN=$LOCALSTACK_CACHE/bin/metrics-server-$METRICS_SERVER_VERSION
 IMAGES_DIR=$LOCALSTACK_CACHE/images
 # Test tooling: gotestsum runs hack/test.sh's stack packages (hack/deps.sh installs it).
 GOTESTSUM_VERSION=v1.13.0

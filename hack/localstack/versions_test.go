@@ -1,8 +1,9 @@
 // Package localstack_test checks that the local stack's pinned versions agree where they are
 // written twice: versions.sh (which stamps binaries and names images) against the build
 // modules' go.mod files (which build them), and the stack's module against this repository's
-// own go.mod, whose shared modules must be at the same versions for go's build cache to compile
-// them once for the stack and the tests (versions.sh says why).
+// own go.mod and the older agent-sandbox's, whose shared modules must be at the same versions
+// for go's build cache to compile them once for the stack, the tests and the compatibility run
+// (versions.sh says why).
 package localstack_test
 
 import (
@@ -69,7 +70,7 @@ func TestVersionsMatchTheBuildModules(t *testing.T) {
 		{"AGENT_SANDBOX_DEFAULT_VERSION", stack, "sigs.k8s.io/agent-sandbox"},
 		{"AGENT_SANDBOX_DEFAULT_VERSION", filepath.Join("..", "..", "go.mod"), "sigs.k8s.io/agent-sandbox"},
 		{"AGENT_SANDBOX_COMPAT_VERSION", filepath.Join("build", "sandbox-"+v["AGENT_SANDBOX_COMPAT_VERSION"], "go.mod"), "sigs.k8s.io/agent-sandbox"},
-		{"METRICS_SERVER_VERSION", filepath.Join("build", "metrics-server", "go.mod"), "sigs.k8s.io/metrics-server"},
+		{"METRICS_SERVER_VERSION", stack, "sigs.k8s.io/metrics-server"},
 	} {
 		want := v[c.variable]
 		if want == "" {
@@ -82,23 +83,33 @@ func TestVersionsMatchTheBuildModules(t *testing.T) {
 	}
 }
 
-func TestTheStackAndThisModuleShareVersions(t *testing.T) {
-	stack := modules(t, filepath.Join("build", "stack", "go.mod"))
-	root := modules(t, filepath.Join("..", "..", "go.mod"))
-	n := 0
-	for path, want := range stack {
-		got, ok := root[path]
-		if !ok {
-			continue
-		}
-		n++
-		if got != want {
-			t.Errorf("go.mod requires %s %s, the stack's module (build/stack/go.mod) %s: go's build cache then compiles "+
-				"it and every package that imports it twice in a cold hack/test.sh; `go get %s@<the higher one>` in the "+
-				"lower module, then go mod tidy in both", path, got, want, path)
-		}
-	}
-	if n < 50 {
-		t.Errorf("only %d modules in common: is %s the stack's module?", n, filepath.Join("build", "stack", "go.mod"))
+// TestTheStackSharesVersions checks the modules whose tests or binaries are built after the
+// stack's: this repository's and the older agent-sandbox's.
+func TestTheStackSharesVersions(t *testing.T) {
+	stackMod := filepath.Join("build", "stack", "go.mod")
+	stack := modules(t, stackMod)
+	for _, gomod := range []string{
+		filepath.Join("..", "..", "go.mod"),
+		filepath.Join("build", "sandbox-"+versions(t)["AGENT_SANDBOX_COMPAT_VERSION"], "go.mod"),
+	} {
+		t.Run(gomod, func(t *testing.T) {
+			other := modules(t, gomod)
+			n := 0
+			for path, want := range stack {
+				got, ok := other[path]
+				if !ok || path == "sigs.k8s.io/agent-sandbox" {
+					continue
+				}
+				n++
+				if got != want {
+					t.Errorf("%s requires %s %s, the stack's module (%s) %s: go's build cache then compiles "+
+						"it and every package that imports it twice in a cold hack/test.sh; `go get %s@<the higher one>` in the "+
+						"lower module, then go mod tidy in both", gomod, path, got, stackMod, want, path)
+				}
+			}
+			if n < 50 {
+				t.Errorf("only %d modules in common with %s: is it the stack's module?", n, stackMod)
+			}
+		})
 	}
 }
