@@ -143,6 +143,7 @@ func startRouted(t *testing.T, hook func(http.ResponseWriter, *http.Request) boo
 }
 
 func TestDirectConformance(t *testing.T) {
+	t.Parallel() // each suite has its own fake and directories; they mostly wait on processes
 	conntest.Run(t, func(t *testing.T) (conn.Conn, conn.Target) {
 		srv, router := startRouted(t, nil)
 		c := mustNew(t, conn.Config{Type: conn.TypeDirect, APIURL: srv.URL + "/sandbox-router/", ServerPort: 8888}, nil)
@@ -186,6 +187,7 @@ func gatewayConfig(port int) conn.Config {
 }
 
 func TestGatewayConformance(t *testing.T) {
+	t.Parallel() // each suite has its own fake and directories; they mostly wait on processes
 	conntest.Run(t, func(t *testing.T) (conn.Conn, conn.Target) {
 		router := &fakeRouter{next: newFakeRuntime(t).handler()}
 		srv := httptest.NewServer(router)
@@ -203,6 +205,7 @@ func TestGatewayConformance(t *testing.T) {
 }
 
 func TestInClusterPodIPConformance(t *testing.T) {
+	t.Parallel() // each suite has its own fake and directories; they mostly wait on processes
 	conntest.Run(t, func(t *testing.T) (conn.Conn, conn.Target) {
 		srv := httptest.NewServer(noRouterHeaders(t, newFakeRuntime(t).handler()))
 		t.Cleanup(srv.Close)
@@ -214,6 +217,7 @@ func TestInClusterPodIPConformance(t *testing.T) {
 }
 
 func TestInClusterDNSConformance(t *testing.T) {
+	t.Parallel() // each suite has its own fake and directories; they mostly wait on processes
 	conntest.Run(t, func(t *testing.T) (conn.Conn, conn.Target) {
 		var served atomic.Int32
 		rt := noRouterHeaders(t, newFakeRuntime(t).handler())

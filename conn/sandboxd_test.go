@@ -58,6 +58,7 @@ func sandboxdPodIP(t *testing.T) (conn.Conn, conn.Target) {
 }
 
 func TestSandboxdConformance(t *testing.T) {
+	t.Parallel() // each suite has its own fake and directories; they mostly wait on processes
 	conntest.Run(t, sandboxdPodIP)
 }
 
