@@ -18,7 +18,7 @@ export CGO_ENABLED=$STACK_CGO_ENABLED GOFLAGS="-trimpath${GOFLAGS:+ $GOFLAGS}"
 # The modules of everything built after the control plane download while it compiles, rather
 # than leave the CPU idle between builds later on.
 (cd "$STACK_MOD" && go list -deps -tags "$STACK_TAGS" tool ./... >/dev/null
-  cd "${STACK_MOD%/stack}/sandbox-$AGENT_SANDBOX_COMPAT_VERSION" && go list -deps tool >/dev/null
+  cd "$(sandbox_mod "$AGENT_SANDBOX_COMPAT_VERSION")" && go list -deps tool >/dev/null
   cd "$root" && go list -deps -test -tags e2e ./... >/dev/null) >/dev/null 2>&1 &
 # The control plane's cold build (the longest step of a cold run, all CPU) goes on while
 # hack/deps.sh waits on apt and npm; stack.sh up, after both, finds it built.

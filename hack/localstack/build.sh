@@ -31,6 +31,5 @@ if [ "$SANDBOX_MOD" = "$STACK_MOD" ]; then
 fi
 stack_build "$(kube_ldflags)" "${kube[@]}"
 [ -f "$SANDBOX_MOD/go.mod" ] || { echo "localstack: error: no build module for agent-sandbox $AGENT_SANDBOX_VERSION ($SANDBOX_MOD); supported: $AGENT_SANDBOX_DEFAULT_VERSION, $AGENT_SANDBOX_COMPAT_VERSION" >&2; exit 1; }
-# With the stack's settings, on the libraries the stack compiled (versions.sh).
-CGO_ENABLED=$STACK_CGO_ENABLED BUILD_TAGS=$STACK_TAGS BUILD_HINT="cold: under 1 min after the stack" \
-  build "$SANDBOX_MOD" "$SANDBOX_BIN" "-s -w" "${sandbox[@]}"
+# On the libraries the stack compiled (versions.sh).
+BUILD_HINT="cold: under 1 min after the stack" settings_build "$SANDBOX_MOD" "$SANDBOX_BIN" "-s -w" "${sandbox[@]}"

@@ -37,11 +37,16 @@ build() {
   echo "localstack: built ${names[*]} ($((SECONDS - start))s)" >&2
 }
 
-# stack_build <ldflags> <pkg=name>... builds from build/stack into $STACK_BIN with the stack's
-# cgo setting and tags (versions.sh says why), plus STACK_EXTRA_TAGS.
+# settings_build <module dir> <out dir> <ldflags> <pkg=name>... is build with the stack's cgo
+# setting and tags (versions.sh says why), plus STACK_EXTRA_TAGS: every module whose packages
+# should come from go's build cache as the stack compiled them.
+settings_build() {
+  CGO_ENABLED=$STACK_CGO_ENABLED BUILD_TAGS="$STACK_TAGS${STACK_EXTRA_TAGS:+ $STACK_EXTRA_TAGS}" build "$@"
+}
+
+# stack_build <ldflags> <pkg=name>... builds from build/stack into $STACK_BIN.
 stack_build() {
-  CGO_ENABLED=$STACK_CGO_ENABLED BUILD_TAGS="$STACK_TAGS${STACK_EXTRA_TAGS:+ $STACK_EXTRA_TAGS}" \
-    build "$STACK_MOD" "$STACK_BIN" "$@"
+  settings_build "$STACK_MOD" "$STACK_BIN" "$@"
 }
 
 # exec_name <package> prints the file name go build -o <dir>/ gives the package's binary: its

@@ -48,11 +48,13 @@ build_key() {
   (cd "$1" && { echo "CGO_ENABLED=$STACK_CGO_ENABLED tags=$STACK_TAGS"; cat go.mod go.sum; find . -name '*.go' | LC_ALL=C sort | xargs -r cat; } | sha256sum | cut -c1-16)
 }
 STACK_BIN=$LOCALSTACK_CACHE/bin/stack-$KUBE_VERSION-$(build_key "$STACK_MOD")
+# sandbox_mod <version> prints the build module of an agent-sandbox version other than the default.
+sandbox_mod() { echo "${STACK_MOD%/stack}/sandbox-$1"; }
 if [ "$AGENT_SANDBOX_VERSION" = "$AGENT_SANDBOX_DEFAULT_VERSION" ]; then
   SANDBOX_MOD=$STACK_MOD
   SANDBOX_BIN=$STACK_BIN
 else
-  SANDBOX_MOD=${STACK_MOD%/stack}/sandbox-$AGENT_SANDBOX_VERSION
+  SANDBOX_MOD=$(sandbox_mod "$AGENT_SANDBOX_VERSION")
   SANDBOX_BIN=$LOCALSTACK_CACHE/bin/agent-sandbox-$AGENT_SANDBOX_VERSION
   # An unsupported version has no module: build.sh says so.
   if [ -f "$SANDBOX_MOD/go.mod" ]; then SANDBOX_BIN+=-$(build_key "$SANDBOX_MOD"); fi
