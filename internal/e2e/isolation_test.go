@@ -73,7 +73,8 @@ func readSandboxes(t *testing.T, cs *mcp.ClientSession, ns string) []string {
 // TestReadyzFollowsTheAPIServer stops the real kube-apiserver and starts it again: /readyz
 // goes 503 with the generic reason and back to 200, while /healthz stays 200 throughout.
 func TestReadyzFollowsTheAPIServer(t *testing.T) {
-	// Not parallel: it takes the API server away from every other test.
+	// Not parallel: it takes the API server away from every other test. hack/test.sh runs it
+	// alone, after the go test it runs beside the package's.
 	base := httpServer(t, connections()[4].env)
 	probe := func(path string) (int, map[string]any, string) {
 		resp, err := http.Get(base + path)
