@@ -3,11 +3,13 @@ module github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/hack/localstack/build/stack
 go 1.26.6
 
 require (
+	github.com/cloudnativelabs/kube-router/v2 v2.1.0
 	github.com/coredns/coredns v1.12.4
 	github.com/spf13/pflag v1.0.10
 	k8s.io/apiserver v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/component-base v0.37.2
+	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubernetes v1.37.2
 	sigs.k8s.io/metrics-server v0.8.0
 )
@@ -37,7 +39,6 @@ require (
 	github.com/checkpoint-restore/go-criu/v7 v7.2.0 // indirect
 	github.com/cilium/ebpf v0.17.3 // indirect
 	github.com/cloudflare/circl v1.6.3 // indirect
-	github.com/cloudnativelabs/kube-router/v2 v2.1.0 // indirect
 	github.com/container-storage-interface/spec v1.12.1-0.20260720052920-cd9e7ad1ae09 // indirect
 	github.com/containerd/btrfs/v2 v2.0.0 // indirect
 	github.com/containerd/cgroups/v3 v3.1.3 // indirect
@@ -280,7 +281,6 @@ require (
 	k8s.io/dynamic-resource-allocation v0.37.2 // indirect
 	k8s.io/endpointslice v0.0.0 // indirect
 	k8s.io/externaljwt v0.0.0 // indirect
-	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kms v0.37.2 // indirect
 	k8s.io/kube-aggregator v0.0.0 // indirect
 	k8s.io/kube-controller-manager v0.0.0 // indirect
@@ -347,7 +347,6 @@ replace (
 )
 
 tool (
-	github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 	github.com/containerd/containerd/v2/cmd/containerd
 	github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
 	github.com/containerd/containerd/v2/cmd/ctr
