@@ -31,6 +31,6 @@ BUILD_HINT="cold: under 1 min" stack_build "-s -w" \
 BUILD_HINT="cold: under 1 min" stack_build "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
   ./metrics-server=metrics-server
 # kube-router from the stack module's own main as well: its network policy controller alone, its
-# full syncs at most one per 2 s (kube-router/main.go says why).
+# full syncs bounded in frequency (kube-router/main.go's minSyncInterval, and why).
 BUILD_HINT="cold: about 1 min" stack_build "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
   ./kube-router=kube-router
