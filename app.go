@@ -248,15 +248,9 @@ func (a *app) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer)
 	a.clients.Hooks(hooks, func(context.Context, string) string { return a.owners.StdioID() })
 	s := tools.NewServer(a.deps, version(), server.WithHooks(hooks), server.WithToolHandlerMiddleware(a.tracing.Calls))
 	a.log.Info().Str("owner", a.owners.StdioID()).Str("namespace", a.deps.DefaultNamespace).Msg("serving stdio")
-	if a.cfg.StdioOwner != "" && !a.cfg.KeepOnSessionEnd {
-		// A fixed owner may have sandboxes from an earlier process, which this one can list and
-		// use: its end releases them too, wherever this server may create.
-		a.janitor.Include(a.owners.StdioID(), append([]string{a.deps.DefaultNamespace}, a.cfg.AllowedNamespaces...)...)
-	}
+	atEOF := a.stdioEnd(ctx)
 	err := serve.Stdio(ctx, s, stdin, stdout, a.log)
-	if !a.cfg.KeepOnSessionEnd {
-		_, _ = a.janitor.Release(ctx, a.owners.StdioID(), "stdio closed")
-	}
+	atEOF()
 	return err
 }
 

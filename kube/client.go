@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -46,7 +47,8 @@ type Client struct {
 	metadata MetadataPolicy
 	lifetime Lifetime
 	renewed  renewals
-	events   typedcorev1.EventsGetter // nil: expiries are reported as plain "not found"
+	events   typedcorev1.EventsGetter        // nil: expiries are reported as plain "not found"
+	leases   coordinationclient.LeasesGetter // nil: Hold fails (holder.go)
 	// pauseLifetime: Suspend removes the claim's shutdownTime and Resume restores it.
 	pauseLifetime bool
 	notices       func(Notice) // nil: none are sent (notice.go)
@@ -111,6 +113,9 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 	}
 	c.recorder, c.stopRec = newAuditor(events)
 	c.events = events
+	if c.leases, err = coordinationclient.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, fmt.Errorf("building leases client: %w", err)
+	}
 	if o.maxWatched > 0 {
 		c.cache = newWatchCache(ext, core, ownerLabelKey, o)
 	}

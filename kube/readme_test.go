@@ -18,6 +18,8 @@ func TestREADMEFigures(t *testing.T) {
 		fmt.Sprintf("a name the API did not find within the last %d s", int(absentTTL.Seconds())),
 		fmt.Sprintf("At most %d ports per\n  sandbox (`kube.MaxExposedPorts`)", MaxExposedPorts),
 		fmt.Sprintf("the newest %d of a port keep\n  working", maxTokensPerPort),
+		fmt.Sprintf("renewed every %d s, live for %d s)", int(holdRenewEvery.Seconds()), int(HoldDuration.Seconds())),
+		fmt.Sprintf("stops renewing; %d s later its Lease", int(HoldDuration.Seconds())),
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("README does not say %q", want)

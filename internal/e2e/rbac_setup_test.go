@@ -47,7 +47,9 @@ var (
 	sandboxGroup = "agents.x-k8s.io"
 	gatewayGroup = "gateway.networking.k8s.io"
 	metricsGroup = "metrics.k8s.io"
-	gatewayGVR   = schema.GroupVersionResource{Group: gatewayGroup, Version: "v1", Resource: "gateways"}
+	// coordinationGroup's Leases say which stdio processes of a fixed owner are alive.
+	coordinationGroup = "coordination.k8s.io"
+	gatewayGVR        = schema.GroupVersionResource{Group: gatewayGroup, Version: "v1", Resource: "gateways"}
 )
 
 // specPerms are the spec's RBAC sentence, plus what gateway mode reads and what
@@ -63,6 +65,8 @@ var specPerms = []perm{
 	{claimsGroup, "sandboxtemplates", "get"}, {claimsGroup, "sandboxtemplates", "create"}, {claimsGroup, "sandboxtemplates", "delete"},
 	{claimsGroup, "sandboxwarmpools", "get"}, {claimsGroup, "sandboxwarmpools", "create"}, {claimsGroup, "sandboxwarmpools", "patch"},
 	{claimsGroup, "sandboxwarmpools", "delete"}, {sandboxGroup, "sandboxes", "patch"},
+	{coordinationGroup, "leases", "create"}, {coordinationGroup, "leases", "patch"}, {coordinationGroup, "leases", "list"},
+	{coordinationGroup, "leases", "delete"},
 }
 
 // optionalPerms are granted because the spec lists them; the server works without them:
@@ -71,10 +75,16 @@ var specPerms = []perm{
 // delete on warm pools and templates keep sandboxes built to order tidy (marking a reused derived
 // pool, collecting unused ones: TestCreateToOrder), and a create works without them; events
 // are the audit trail (TestPrometheusMetrics reads them), which no tool waits for, and list
-// on them only says when an expired sandbox expired (without it: plain "not found").
-var optionalPerms = []perm{{sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"}, {gatewayGroup, "gateways", "list"},
+// on them only says when an expired sandbox expired (without it: plain "not found"); leases
+// tell a stdio process of a fixed owner whether another one is alive (without them its end
+// keeps the owner's sandboxes: TestRBACUnderTheRealAPIServer).
+var optionalPerms = append([]perm{{sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"}, {gatewayGroup, "gateways", "list"},
 	{claimsGroup, "sandboxwarmpools", "patch"}, {claimsGroup, "sandboxwarmpools", "delete"}, {claimsGroup, "sandboxtemplates", "delete"},
-	{"", "events", "create"}, {"", "events", "patch"}, {"", "events", "list"}}
+	{"", "events", "create"}, {"", "events", "patch"}, {"", "events", "list"}}, leasePerms...)
+
+// leasePerms are what a stdio process of a fixed owner needs to hold its Lease.
+var leasePerms = []perm{{coordinationGroup, "leases", "create"}, {coordinationGroup, "leases", "patch"},
+	{coordinationGroup, "leases", "list"}, {coordinationGroup, "leases", "delete"}}
 
 // deployManifests is what the tests take from deploy/: the RBAC objects and the settings.
 type deployManifests struct {

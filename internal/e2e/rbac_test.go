@@ -213,6 +213,22 @@ func TestRBACUnderTheRealAPIServer(t *testing.T) {
 			t.Errorf("sandboxes://%s: %v, want [%s]", ns, got, shared)
 		}
 	})
+	t.Run("without leases a fixed owner's end keeps its sandboxes", func(t *testing.T) {
+		id := reducedIdentity(t, m, ns, "rbac-no-leases", leasePerms...)
+		lone := "rbac-lone-" + randomHex(t)[:8]
+		s := stdioSession(t, append(slices.Clone(settings), "KUBECONFIG="+id.kubeconfig, "K8S_SANDBOX_STDIO_OWNER="+lone), "")
+		kept := call[createResult](t, s, "create_sandbox", map[string]any{"warmpool": localstack.SandboxdPool, "namespace": ns}).SandboxClaimName
+		if err := s.Close(); err != nil {
+			t.Errorf("closing the stdio session: %v", err)
+		}
+		obj, err := stack.Extensions.ExtensionsV1beta1().SandboxClaims(ns).Get(t.Context(), kept, metav1.GetOptions{})
+		if err != nil || obj.DeletionTimestamp != nil {
+			t.Fatalf("a process that cannot tell whether another one is alive released its owner's sandbox: %v", err)
+		}
+		if err := stack.Extensions.ExtensionsV1beta1().SandboxClaims(ns).Delete(t.Context(), kept, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	})
 	t.Run("session end deletes the sandbox under the shipped role", func(t *testing.T) {
 		if err := owner.Close(); err != nil {
 			t.Errorf("closing the stdio session: %v", err)
