@@ -22,8 +22,8 @@ type PortEndpoint struct {
 // (in-cluster, sandboxd). The program must listen on the pod's address, not only 127.0.0.1.
 type Porter interface {
 	Port(ctx context.Context, t Target, port int) (PortEndpoint, error)
-	// ControlPorts are the ports this connection itself talks to in every sandbox: the
-	// runtime's, whose URL would hand out what only the tools should do.
+	// ControlPorts are the ports a runtime's API listens on: this connection's own and every
+	// runtime's defaults (withEveryRuntime), whose URL would hand out what only the tools should do.
 	ControlPorts() []ControlPort
 }
 
