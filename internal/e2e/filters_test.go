@@ -53,33 +53,44 @@ func TestOperatorFiltersMeanWhatTheySay(t *testing.T) {
 		if dir := fmt.Sprint(props["direction"]); strings.Contains(dir, "upload") {
 			t.Errorf("direction still offers upload: %s", dir)
 		}
-		msg := callError(t, filtered, "create_transfer_url", with(map[string]any{"path": "kept.txt", "direction": "upload"}))
-		for _, want := range []string{"direction upload is not offered", "--disable-destructive", "Use direction download"} {
-			if !strings.Contains(msg, want) {
-				t.Errorf("upload refusal %q, want it to say %q", msg, want)
+		type answer struct{ URL string }
+		// put sends content to an upload URL's path on the filtered server.
+		put := func(u, content string) (int, string) {
+			_, rest, ok := strings.Cut(u, "/transfer/")
+			if !ok {
+				t.Fatalf("upload URL %q", u)
+			}
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, filteredBase+"/transfer/"+rest, strings.NewReader(content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
+		}
+		args := with(map[string]any{"path": "kept.txt", "direction": "upload"})
+		if res := callRaw(t, filtered, "create_transfer_url", args); !res.IsError {
+			// The attack run's case: the URL was handed out and replaced the file.
+			t.Errorf("create_transfer_url gave an upload URL under --disable-destructive")
+			code, _ := put(decode[answer](t, res).URL, "replaced by the filtered server's URL\n")
+			t.Logf("PUT through it: %d", code)
+		} else {
+			for _, want := range []string{"direction upload is not offered", "--disable-destructive", "Use direction download"} {
+				if msg := resultText(res); !strings.Contains(msg, want) {
+					t.Errorf("upload refusal %q, want it to say %q", msg, want)
+				}
 			}
 		}
 
 		// A grant made without the filter, used on the filtered server: refused, unspent.
-		type answer struct{ URL string }
-		up := call[answer](t, open, "create_transfer_url", with(map[string]any{"path": "kept.txt", "direction": "upload"}))
-		_, rest, ok := strings.Cut(up.URL, "/transfer/")
-		if !ok {
-			t.Fatalf("upload URL %q", up.URL)
-		}
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, filteredBase+"/transfer/"+rest, strings.NewReader("replaced\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "no upload URLs") {
-			t.Errorf("PUT through the filtered server: %d %q, want 403", resp.StatusCode, body)
+		up := call[answer](t, open, "create_transfer_url", args)
+		if code, body := put(up.URL, "replaced through a grant made elsewhere\n"); code != http.StatusForbidden || !strings.Contains(body, "no upload URLs") {
+			t.Errorf("PUT of another process's grant through the filtered server: %d %q, want 403", code, body)
 		}
 		if got := call[readFileResult](t, open, "read_file", with(map[string]any{"path": "kept.txt"})); got.Content != "1\toriginal\n" {
 			t.Errorf("kept.txt after the upload URLs: %q, want it unchanged", got.Content)
