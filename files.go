@@ -13,7 +13,11 @@ func (a *app) fileRoutes() {
 	a.deps.MaxTransferBytes = a.cfg.MaxTransferBytes
 	a.deps.HostFS = hostfs.New(a.cfg.HostPaths)
 	if a.f.httpAddr != "" {
-		a.transfers = transfer.New(a.claims, a.conn, principalOf, a.cfg.MaxTransferBytes, a.log)
+		var opts []transfer.Option
+		if !a.deps.Selection.AllowsOverwrite() {
+			opts = append(opts, transfer.WithoutUploads()) // the operator's filter holds on the URLs too
+		}
+		a.transfers = transfer.New(a.claims, a.conn, principalOf, a.cfg.MaxTransferBytes, a.log, opts...)
 		a.deps.Transfers = a.transfers
 	}
 }

@@ -68,18 +68,21 @@ func TestSandboxdCachesOneGRPCConnPerAddress(t *testing.T) {
 }
 
 // TestControlPorts: every connection type names the ports it drives from its own settings, so
-// a runtime moved to another port is what expose_port refuses.
+// a runtime moved to another port is what expose_port refuses, and every runtime's default
+// ports whatever the type, since a sandbox of the other runtime can be claimed through it.
 func TestControlPorts(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  conn.Config
 		want []int
 	}{
-		{"gateway", conn.Config{Type: conn.TypeGateway, GatewayName: "gw", ServerPort: 8888}, []int{8888}},
-		{"direct, moved", conn.Config{Type: conn.TypeDirect, APIURL: "http://router.example:8080", ServerPort: 9000}, []int{9000}},
-		{"in-cluster", conn.Config{Type: conn.TypeInCluster, ServerPort: 8888}, []int{8888}},
-		{"sandboxd", conn.Config{Type: conn.TypeSandboxdInCluster, Mode: conn.ModePodIP, RESTPort: 8080, GRPCPort: 9090}, []int{8080, 9090}},
-		{"sandboxd, moved", conn.Config{Type: conn.TypeSandboxdInCluster, Mode: conn.ModeService, RESTPort: 18080, GRPCPort: 19090}, []int{18080, 19090}},
+		{"gateway", conn.Config{Type: conn.TypeGateway, GatewayName: "gw", ServerPort: 8888}, []int{8888, 8080, 9090}},
+		{"direct, moved", conn.Config{Type: conn.TypeDirect, APIURL: "http://router.example:8080", ServerPort: 9000}, []int{9000, 8888, 8080, 9090}},
+		// The attack run's case: an in-cluster server claimed a sandboxd pod and exposed 8080.
+		{"in-cluster", conn.Config{Type: conn.TypeInCluster, ServerPort: 8888}, []int{8888, 8080, 9090}},
+		{"in-cluster by pod IP", conn.Config{Type: conn.TypeInCluster, UsePodIP: true, ServerPort: 8888}, []int{8888, 8080, 9090}},
+		{"sandboxd", conn.Config{Type: conn.TypeSandboxdInCluster, Mode: conn.ModePodIP, RESTPort: 8080, GRPCPort: 9090}, []int{8080, 9090, 8888}},
+		{"sandboxd, moved", conn.Config{Type: conn.TypeSandboxdInCluster, Mode: conn.ModeService, RESTPort: 18080, GRPCPort: 19090}, []int{18080, 19090, 8888, 8080, 9090}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := conn.New(tc.cfg, nopGateway{})

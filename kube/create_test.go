@@ -132,7 +132,7 @@ func TestCreateValidation(t *testing.T) {
 		{"multus network annotation", func(r *CreateRequest) {
 			r.PodAnnotations = map[string]string{"k8s.v1.cni.cncf.io/networks": "macvlan"}
 		}, `pod annotation "k8s.v1.cni.cncf.io/networks": this server refuses it`},
-		{"istio injection label", func(r *CreateRequest) { r.PodLabels = map[string]string{"sidecar.istio.io/inject": "true"} }, "networking, mesh or security"},
+		{"istio injection label", func(r *CreateRequest) { r.PodLabels = map[string]string{"sidecar.istio.io/inject": "true"} }, "networking, mesh, runtime isolation, security or eviction"},
 		{"zero shutdown", func(r *CreateRequest) { r.ShutdownAfter = ptr(time.Duration(0)) }, "shutdown"},
 		{"negative shutdown", func(r *CreateRequest) { r.ShutdownAfter = ptr(-time.Minute) }, "shutdown"},
 	}

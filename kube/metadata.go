@@ -16,16 +16,32 @@ const ServerDomain = "mcp.k8s-agent-sandbox"
 var reservedDomains = []string{ServerDomain, "agents.x-k8s.io"}
 
 // DefaultDeniedMetadataKeys are pod label and annotation keys that change a sandbox's
-// networking, mesh membership or security profile rather than describe it: another CNI
-// network (Multus), a mesh sidecar and its traffic capture (Istio, Linkerd, Kuma, Consul), a
-// CNI's own address or policy hints (Calico, Cilium), an OpenShift security context.
+// networking, mesh membership, isolation or security profile rather than describe it:
+//   - another CNI network (Multus); a mesh sidecar, its traffic capture or ambient redirection
+//     (Istio, Linkerd, Kuma, Consul); a CNI's own address or policy hints (Calico, Cilium,
+//     including Cilium's legacy dotted keys such as io.cilium.proxy-visibility);
+//   - the container runtime's own keys, which containerd and CRI-O pass to the runtime when
+//     its handler allows pod annotations and which then reconfigure the sandbox's isolation
+//     (Kata's hypervisor and kernel settings, gVisor's runsc flags and mounts, CRI-O's user
+//     namespace and devices, containerd's and its CRI plugin's, such as the legacy
+//     untrusted-workload switch);
+//   - the legacy AppArmor and seccomp annotations ("unconfined" drops the profile) and an
+//     OpenShift security context;
+//   - the node autoscalers' eviction keys, with which a sandbox would pin its node against
+//     scale-down (cluster-autoscaler's safe-to-evict, Karpenter's do-not-disrupt).
+//
+// Runtime keys have no "/" (io.katacontainers.config.hypervisor.kernel_params), so they are
+// prefixes ending in "."; a domain is a prefix ending in "/".
 var DefaultDeniedMetadataKeys = []string{
 	"k8s.v1.cni.cncf.io/*", "v1.multus-cni.io/*",
-	"sidecar.istio.io/*", "traffic.sidecar.istio.io/*", "proxy.istio.io/*", "istio.io/*",
+	"sidecar.istio.io/*", "traffic.sidecar.istio.io/*", "proxy.istio.io/*", "istio.io/*", "ambient.istio.io/*",
 	"linkerd.io/*", "config.linkerd.io/*", "config.alpha.linkerd.io/*",
 	"kuma.io/*", "consul.hashicorp.com/*",
-	"cni.projectcalico.org/*", "io.cilium/*", "policy.cilium.io/*",
+	"cni.projectcalico.org/*", "io.cilium/*", "io.cilium.*", "policy.cilium.io/*",
+	"io.katacontainers.*", "dev.gvisor.*", "io.kubernetes.cri-o.*", "io.containerd.*", "io.kubernetes.cri.*",
+	"container.apparmor.security.beta.kubernetes.io/*", "seccomp.security.alpha.kubernetes.io/*",
 	"openshift.io/scc",
+	"cluster-autoscaler.kubernetes.io/*", "karpenter.sh/do-not-disrupt",
 }
 
 // MetadataPolicy is the operator's rule for create_sandbox's labels, pod_labels and pod_annotations keys.
@@ -55,7 +71,7 @@ func matchKey(patterns []string, key string) bool {
 // check explains why a pod label or annotation key is refused, or returns "".
 func (p MetadataPolicy) check(key string) string {
 	if matchKey(p.Denied, key) {
-		return "this server refuses it (it would change the sandbox's networking, mesh or security, not describe it)"
+		return "this server refuses it (it would change the sandbox's networking, mesh, runtime isolation, security or eviction, not describe it); leave it out"
 	}
 	if len(p.Allowed) > 0 && !matchKey(p.Allowed, key) {
 		return "this server allows only " + strings.Join(p.Allowed, ", ")

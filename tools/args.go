@@ -264,6 +264,9 @@ func (s *argSchema) sentence(e *jsonschema.ValidationError) string {
 	case *kind.MaxItems:
 		return fmt.Sprintf("%s has %d items; at most %d are allowed.", name, k.Got, k.Want)
 	case *kind.Enum:
+		if why, ok := s.withheld[withheldValue(name, fmt.Sprint(k.Got))]; ok {
+			return why
+		}
 		want := make([]string, len(k.Want))
 		for i, w := range k.Want {
 			want[i] = fmt.Sprint(w)

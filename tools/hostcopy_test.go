@@ -2,14 +2,18 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/hostfs"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/transfer"
@@ -157,5 +161,81 @@ func TestPipeThrough(t *testing.T) {
 				t.Errorf("pipeThrough: %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// TestTransferURLsUnderTheFilter: under --disable-destructive create_transfer_url stays, for
+// downloads only: upload is out of its schema and refused with the reason, and its hint says
+// it destroys nothing; without the filter an upload URL, which replaces a file, is destructive.
+func TestTransferURLsUnderTheFilter(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sel     Selection
+		listed  bool
+		uploads bool
+	}{
+		{"no filter", Selection{}, true, true},
+		{"disable-destructive", Selection{DisableDestructive: true}, true, false},
+		{"read-only", Selection{ReadOnly: true}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recordTransfers{url: "http://mcp.example/transfer/default/c1/tok"}
+			h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.Transfers, d.Selection = rec, tc.sel })
+			h.claims.add("default", "c1", testOwner)
+			list, err := h.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(list.Tools, func(tl mcp.Tool) bool { return tl.Name == "create_transfer_url" })
+			if i >= 0 != tc.listed {
+				t.Fatalf("create_transfer_url listed %v, want %v", i >= 0, tc.listed)
+			}
+			if !tc.listed {
+				return
+			}
+			tool := list.Tools[i]
+			var schema struct {
+				Properties struct {
+					Direction struct {
+						Enum []string `json:"enum"`
+					} `json:"direction"`
+				} `json:"properties"`
+			}
+			b, _ := json.Marshal(tool.InputSchema)
+			if err := json.Unmarshal(b, &schema); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"upload", "download"}
+			if !tc.uploads {
+				want = []string{"download"}
+			}
+			if got := schema.Properties.Direction.Enum; !slices.Equal(got, want) {
+				t.Errorf("direction enum %v, want %v", got, want)
+			}
+			if d := effectiveHints(tool.Annotations).destructive; d != tc.uploads {
+				t.Errorf("destructiveHint %v, want %v", d, tc.uploads)
+			}
+			if strings.Contains(tool.Description, "PUT") != tc.uploads {
+				t.Errorf("description: %s", tool.Description)
+			}
+			res := h.call(t, "create_transfer_url", map[string]any{"sandbox_claim_name": "c1", "path": "kept.txt", "direction": "upload"})
+			if res.IsError == tc.uploads {
+				t.Fatalf("upload: %s", text(res))
+			}
+			if !tc.uploads && (text(res) != errNoUploads || rec.direction != "") {
+				t.Errorf("upload refused with %q, the registry asked for %q", text(res), rec.direction)
+			}
+			if res := h.call(t, "create_transfer_url", map[string]any{"sandbox_claim_name": "c1", "path": "kept.txt", "direction": "download"}); res.IsError {
+				t.Errorf("download: %s", text(res))
+			}
+		})
+	}
+	// The registry's own refusal (transfer.WithoutUploads) becomes advice too.
+	rec := &recordTransfers{err: transfer.ErrNoUploads}
+	h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.Transfers = rec })
+	h.claims.add("default", "c1", testOwner)
+	res := h.call(t, "create_transfer_url", map[string]any{"sandbox_claim_name": "c1", "path": "x", "direction": "upload"})
+	if !res.IsError || !strings.Contains(text(res), "use direction download") {
+		t.Errorf("the registry's refusal: %q", text(res))
 	}
 }

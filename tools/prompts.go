@@ -32,19 +32,24 @@ func or(v, def string) string {
 	return v
 }
 
-func workflows() []workflow {
-	pool := workflowArg{name: "warmpool", description: "Warm pool to create the sandbox from (list_sandbox_templates shows them)"}
+// workflows are the prompts. pinnedPool: the operator pinned the warm pool (K8S_SANDBOX_PIN__WARMPOOL);
+// as create_sandbox's schema withholds warmpool then, no prompt offers, reads or names it.
+func workflows(pinnedPool bool) []workflow {
+	pool := []workflowArg{{name: "warmpool", description: "Warm pool to create the sandbox from (list_sandbox_templates shows them)"}}
 	pick := func(a map[string]string) string {
 		if a["warmpool"] != "" {
 			return fmt.Sprintf("create_sandbox with warmpool %q", a["warmpool"])
 		}
 		return "create_sandbox (list_sandbox_templates first if you do not know a warm pool)"
 	}
+	if pinnedPool {
+		pool, pick = nil, func(map[string]string) string { return "create_sandbox (this server fixes the pool it comes from)" }
+	}
 	return []workflow{
 		{name: "run_tests", title: "Run a project's tests in a fresh sandbox",
 			description: "Creates a sandbox, brings the project in, runs its tests as a process and reports what failed.",
-			args: []workflowArg{{name: "test_command", description: "How the project runs its tests, e.g. \"go test ./...\" or \"pytest -q\"", required: true},
-				{name: "source", description: "Where the project comes from: a git URL to clone, or \"upload\" to send a local directory as a tar archive"}, pool},
+			args: append([]workflowArg{{name: "test_command", description: "How the project runs its tests, e.g. \"go test ./...\" or \"pytest -q\"", required: true},
+				{name: "source", description: "Where the project comes from: a git URL to clone, or \"upload\" to send a local directory as a tar archive"}}, pool...),
 			tools: []string{"list_sandbox_templates", "create_sandbox", "execute_command", "upload_archive", "start_process", "read_process_output", "delete_sandbox"},
 			text: func(a map[string]string) string {
 				src := "clone " + or(a["source"], "the repository") + " with execute_command (git clone --depth 1 ...)"
@@ -59,8 +64,8 @@ func workflows() []workflow {
 			}},
 		{name: "preview_web_app", title: "Serve a web app from a sandbox and preview it",
 			description: "Starts a server in a sandbox as a process and gives you a URL for its port.",
-			args: []workflowArg{{name: "start_command", description: "Command that starts the server on 0.0.0.0, e.g. \"python3 -m http.server 8000\"", required: true},
-				{name: "port", description: "The TCP port it listens on, e.g. 8000", required: true}, pool},
+			args: append([]workflowArg{{name: "start_command", description: "Command that starts the server on 0.0.0.0, e.g. \"python3 -m http.server 8000\"", required: true},
+				{name: "port", description: "The TCP port it listens on, e.g. 8000", required: true}}, pool...),
 			tools: []string{"list_sandbox_templates", "create_sandbox", "start_process", "read_process_output", "expose_port", "unexpose_port", "signal_process", "delete_sandbox"},
 			text: func(a map[string]string) string {
 				return fmt.Sprintf("Serve a web app from a sandbox.\n1. %s (or use the sandbox you already have).\n"+
@@ -92,10 +97,10 @@ func question(q string) string {
 }
 
 // prompts are the workflows whose tools are all listed.
-func prompts(listed []server.ServerTool) []server.ServerPrompt {
+func (d Deps) prompts(listed []server.ServerTool) []server.ServerPrompt {
 	names := toolNames(listed)
 	var out []server.ServerPrompt
-	for _, w := range workflows() {
+	for _, w := range workflows(d.Pinned.Warmpool != "") {
 		if !containsAll(names, w.tools) {
 			continue
 		}
@@ -133,6 +138,9 @@ const maxCompletions = 100
 func (c completer) CompletePromptArgument(ctx context.Context, _ string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
 	switch arg.Name {
 	case "warmpool":
+		if c.d.Pinned.Warmpool != "" {
+			return &mcp.Completion{}, nil // pinned: no prompt takes it
+		}
 		ns, err := c.d.namespace(cc.Arguments["namespace"])
 		if err != nil {
 			return &mcp.Completion{}, nil

@@ -20,7 +20,7 @@ func TestPromptsNameListedTools(t *testing.T) {
 	for _, sel := range []Selection{{}, {ReadOnly: true}, {Toolsets: []string{"exec"}}, {Toolsets: []string{"workspace", "files"}}} {
 		listed := All(Deps{Selection: sel})
 		var got []string
-		for _, p := range prompts(listed) {
+		for _, p := range (Deps{Selection: sel}).prompts(listed) {
 			got = append(got, p.Prompt.Name)
 			args := map[string]string{}
 			for _, a := range p.Prompt.Arguments {
@@ -85,5 +85,62 @@ func TestPromptsOverTheProtocol(t *testing.T) {
 	}
 	if got := complete(mcp.ResourceReference{Type: "ref/resource", URI: "sandboxes://{namespace}"}, "namespace", "team"); !slices.Equal(got, []string{"team-a", "team-b"}) {
 		t.Errorf("namespace completion: %v", got)
+	}
+}
+
+// TestPromptsUnderAPinnedPool: with the warm pool pinned, as create_sandbox's schema withholds
+// warmpool, no prompt offers it, names it or follows one a client passes anyway, and its
+// completion offers nothing; without the pin, both prompts that create take it.
+func TestPromptsUnderAPinnedPool(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pin  string
+		want bool // warmpool offered and followed
+	}{{"not pinned", "", true}, {"pinned", "sandboxd-pool", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(d *Deps, f *fakeClaims) {
+				d.Pinned.Warmpool = tc.pin
+				f.pools = map[string][]kube.Pool{"default": {{Name: "python-pool"}}}
+			})
+			ctx := context.Background()
+			list, err := h.c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			offered := 0
+			for _, p := range list.Prompts {
+				args := map[string]string{"warmpool": "python-pool"}
+				for _, a := range p.Arguments {
+					if a.Name == "warmpool" {
+						offered++
+					}
+					if a.Required {
+						args[a.Name] = "x"
+					}
+				}
+				res, err := h.c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: p.Name, Arguments: args}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				text := res.Messages[0].Content.(mcp.TextContent).Text
+				if followed := strings.Contains(text, "python-pool"); followed != tc.want && p.Name != "explore_repository" {
+					t.Errorf("%s follows the warmpool passed: %v, want %v:\n%s", p.Name, followed, tc.want, text)
+				}
+				if !tc.want && strings.Contains(text+p.Description, "warmpool") {
+					t.Errorf("%s names warmpool under a pinned pool:\n%s", p.Name, text)
+				}
+			}
+			if wantOffered := map[bool]int{true: 2, false: 0}[tc.want]; offered != wantOffered {
+				t.Errorf("warmpool offered by %d prompts, want %d", offered, wantOffered)
+			}
+			r, err := h.c.Complete(ctx, mcp.CompleteRequest{Params: mcp.CompleteParams{Ref: mcp.PromptReference{Type: "ref/prompt", Name: "run_tests"},
+				Argument: mcp.CompleteArgument{Name: "warmpool", Value: "py"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(r.Completion.Values) > 0; got != tc.want {
+				t.Errorf("warmpool completion %v", r.Completion.Values)
+			}
+		})
 	}
 }

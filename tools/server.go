@@ -59,7 +59,7 @@ func NewServer(d Deps, version string, opts ...server.ServerOption) *server.MCPS
 		server.WithToolHandlerMiddleware(d.logCalls),
 	}
 	listed := All(d)
-	workflows := prompts(listed)
+	workflows := d.prompts(listed)
 	base = append(base, server.WithInstructions(d.instructions(listed)), server.WithCompletions(),
 		server.WithPromptCompletionProvider(completer{d}), server.WithResourceCompletionProvider(completer{d}))
 	if len(workflows) > 0 {

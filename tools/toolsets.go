@@ -37,6 +37,11 @@ type Selection struct {
 	DisableDestructive bool     // no tool whose destructiveHint is true
 }
 
+// AllowsOverwrite says whether the selection keeps the tools that can replace a file: not under
+// ReadOnly or DisableDestructive. create_transfer_url's upload URLs and the HTTP front that
+// serves them follow it (an upload replaces the file at its path).
+func (s Selection) AllowsOverwrite() bool { return !s.ReadOnly && !s.DisableDestructive }
+
 // Validate refuses a toolset name no set has, naming the ones there are.
 func (s Selection) Validate() error {
 	for _, name := range s.Toolsets {

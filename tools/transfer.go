@@ -34,18 +34,30 @@ type TransferResult struct {
 	Curl      string `json:"curl" jsonschema:"the command that uses it"`
 }
 
+// uploadsAllowed: an upload URL replaces the file at its path, so where the operator's filter
+// leaves out the tools that can replace a file, create_transfer_url hands out download URLs
+// only (withhold.go takes upload out of its schema) and the HTTP front refuses an upload
+// granted by a process without the filter (main's fileRoutes, transfer.WithoutUploads).
+func (d Deps) uploadsAllowed() bool { return d.Selection.AllowsOverwrite() }
+
 func transferTool(d Deps) server.ServerTool {
+	desc := "Returns a one-time URL on this server that streams a file of any size into (upload: PUT) or out of (download: GET) " +
+		"the sandbox at path, with the same credentials as this server, e.g. with curl. The file does not pass through you."
+	if !d.uploadsAllowed() {
+		desc = "Returns a one-time URL on this server that streams a file of any size out of the sandbox at path (download: GET), " +
+			"with the same credentials as this server, e.g. with curl. The file does not pass through you. No uploads on this server."
+	}
 	tool := mcp.NewTool("create_transfer_url",
 		mcp.WithToolTitle("Create a file transfer URL"),
-		mcp.WithDescription("Returns a one-time URL on this server that streams a file of any size into (upload: PUT) or out of (download: GET) "+
-			"the sandbox at path, with the same credentials as this server, e.g. with curl. The file does not pass through you."),
+		mcp.WithDescription(desc),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "path", "direction"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(), "path": pathProp(""),
 			"direction":       {"type": "string", "enum": []string{transfer.Upload, transfer.Download}},
 			"expires_seconds": intProp("", 1, int(transfer.MaxExpires/time.Second), int(transfer.DefaultExpires/time.Second)),
 		})),
 		outputSchema[TransferResult](),
-		hints(false, false, false),
+		// An upload replaces the file at path: destructive while uploads are offered.
+		hints(false, d.uploadsAllowed(), false),
 	)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		const op = "create the transfer URL"
@@ -64,6 +76,8 @@ func transferTool(d Deps) server.ServerTool {
 			err = badInput("%v: use or let expire one of this sandbox's URLs first (they last at most %d s).", err, int(transfer.MaxExpires/time.Second))
 		case errors.Is(err, transfer.ErrNoHTTP):
 			err = badInput("%v.", err)
+		case errors.Is(err, transfer.ErrNoUploads):
+			err = badInput("%v: use direction download.", err)
 		}
 		if err != nil {
 			return failure(op, ref, err), nil

@@ -4,15 +4,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/transfer"
 )
 
 // withheld are arguments this server takes out of a tool's input schema, each with the reason a
 // model is given if it passes one anyway: arguments the operator pinned, and arguments whose
-// backend is off. What a model cannot use costs it nothing to read.
+// backend is off. A key "arg=value" withholds one value of an argument's enum instead (an
+// upload direction under --disable-destructive). What a model cannot use costs it nothing to read.
 type withheld map[string]string
+
+// withheldValue is the key that withholds value of arg's enum.
+func withheldValue(arg, value string) string { return arg + "=" + value }
+
+// errNoUploads is why create_transfer_url's upload direction is withheld under the operator's
+// filter: it is upload_file's act by URL, and the filter leaves out every tool that can replace
+// a file (upload_file, upload_archive, edit_file, copy_to_sandbox).
+const errNoUploads = "direction upload is not offered on this server: its operator left out the tools that can replace files " +
+	"(--disable-destructive or K8S_SANDBOX_DISABLE_DESTRUCTIVE), and an upload URL replaces the file at its path. " +
+	"Use direction download to fetch a file, or ask the operator for a server that allows uploads."
 
 // errNoCustom is why image, cpus and memory are refused (and withheld) when custom sandboxes
 // are off.
@@ -33,6 +47,9 @@ func (d Deps) withheldArgs(tool string) withheld {
 	}
 	if tool == "create_sandbox" && len(d.Pinned.Labels) > 0 {
 		pinned("labels", "LABELS", labels.Set(d.Pinned.Labels).String())
+	}
+	if tool == "create_transfer_url" && !d.uploadsAllowed() {
+		w[withheldValue("direction", transfer.Upload)] = errNoUploads
 	}
 	if tool == "create_sandbox" && !d.Custom.Enabled() {
 		for _, a := range []string{"image", "cpus", "memory"} {
@@ -74,6 +91,13 @@ func withhold(st server.ServerTool, w withheld) server.ServerTool {
 	}
 	props, _ := s["properties"].(map[string]any)
 	for a := range w {
+		if arg, value, ok := strings.Cut(a, "="); ok {
+			if p, _ := props[arg].(map[string]any); p != nil {
+				enum, _ := p["enum"].([]any)
+				p["enum"] = slices.DeleteFunc(enum, func(v any) bool { return v == value })
+			}
+			continue
+		}
 		delete(props, a)
 	}
 	if req, ok := s["required"].([]any); ok {

@@ -40,7 +40,7 @@ func (p *parser) connection() conn.Config {
 			p.fail("CONNECTION__GATEWAY_NAMESPACE", "must be a Kubernetes namespace name (at most 63 lower-case letters, digits and '-'), got %q", cc.GatewayNamespace)
 		}
 		cc.GatewayReadyTimeout = time.Duration(p.integer("CONNECTION__GATEWAY_READY_TIMEOUT", 180, 1, maxGatewayReadySeconds)) * time.Second
-		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", 8888)
+		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", conn.DefaultServerPort)
 	case conn.TypeDirect:
 		cc.APIURL = p.required("CONNECTION__API_URL")
 		if cc.APIURL != "" {
@@ -48,17 +48,17 @@ func (p *parser) connection() conn.Config {
 				p.fail("CONNECTION__API_URL", "%s", msg)
 			}
 		}
-		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", 8888)
+		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", conn.DefaultServerPort)
 	case conn.TypeInCluster:
 		cc.UsePodIP = p.boolean("CONNECTION__USE_POD_IP", false)
-		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", 8888)
+		cc.ServerPort = p.port("CONNECTION__SERVER_PORT", conn.DefaultServerPort)
 	case conn.TypeSandboxdInCluster:
 		cc.Mode = p.required("CONNECTION__MODE")
 		if cc.Mode != "" && cc.Mode != conn.ModeService && cc.Mode != conn.ModePodIP {
 			p.fail("CONNECTION__MODE", "must be %q or %q, got %q", conn.ModeService, conn.ModePodIP, cc.Mode)
 		}
-		cc.RESTPort = p.port("CONNECTION__REST_PORT", 8080)
-		cc.GRPCPort = p.port("CONNECTION__GRPC_PORT", 9090)
+		cc.RESTPort = p.port("CONNECTION__REST_PORT", conn.DefaultRESTPort)
+		cc.GRPCPort = p.port("CONNECTION__GRPC_PORT", conn.DefaultGRPCPort)
 		if cc.RESTPort == cc.GRPCPort {
 			p.fail("CONNECTION__GRPC_PORT", "must differ from %sCONNECTION__REST_PORT (both %d)", Prefix, cc.RESTPort)
 		}

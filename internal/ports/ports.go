@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,23 +135,44 @@ func (r *Registry) SetBase(base string) {
 	r.base = strings.TrimSuffix(base, "/")
 }
 
-// ControlPortError refuses a port the connection drives itself (conn.Porter.ControlPorts):
+// ControlPortError refuses a port a runtime's API listens on (conn.Porter.ControlPorts):
 // its URL would give whoever holds it what the tools guard, e.g. commands through the python
 // runtime's /execute, with no MCP call, audit Event or session in between.
-type ControlPortError struct{ conn.ControlPort }
+type ControlPortError struct {
+	conn.ControlPort
+	Reserved []int // every port refused, for the model to pick another
+}
 
 func (e *ControlPortError) Error() string {
-	return fmt.Sprintf("port %d is %s; exposing it would hand out %s — expose your application's port instead",
-		e.Port, e.What, e.Hands)
+	reserved := make([]string, len(e.Reserved))
+	for i, p := range e.Reserved {
+		reserved[i] = strconv.Itoa(p)
+	}
+	return fmt.Sprintf("port %d is %s; exposing it would hand out %s — expose your application's port instead: "+
+		"run it on a port this server does not reserve (not %s), listening on 0.0.0.0, and expose that one",
+		e.Port, e.What, e.Hands, strings.Join(reserved, ", "))
+}
+
+// controlPort returns the refusal of port when a runtime's API listens on it, or nil.
+func (r *Registry) controlPort(port int) *ControlPortError {
+	cps := r.porter.ControlPorts()
+	i := slices.IndexFunc(cps, func(cp conn.ControlPort) bool { return cp.Port == port })
+	if i < 0 {
+		return nil
+	}
+	e := &ControlPortError{ControlPort: cps[i]}
+	for _, cp := range cps {
+		e.Reserved = append(e.Reserved, cp.Port)
+	}
+	slices.Sort(e.Reserved)
+	return e
 }
 
 // Expose returns a new URL for port of the owner's claim. Earlier URLs of the port keep
 // working (the newest few; see kube.Exposure) until unexpose_port.
 func (r *Registry) Expose(ctx context.Context, owner, namespace, claim string, port int) (string, error) {
-	for _, cp := range r.porter.ControlPorts() {
-		if cp.Port == port {
-			return "", &ControlPortError{cp}
-		}
+	if e := r.controlPort(port); e != nil {
+		return "", e
 	}
 	tok, err := token.New(24)
 	if err != nil {
@@ -334,6 +356,12 @@ func (r *Registry) read(ctx context.Context, ref claimRef, fresh bool) (kube.Cla
 
 // serve checks the token and the caller against the claim's record, then proxies.
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, path string) {
+	if e := r.controlPort(k.port); e != nil {
+		// An exposure recorded before the port was refused (an older server, other settings)
+		// is not served either.
+		http.Error(w, e.Error(), http.StatusForbidden)
+		return
+	}
 	th := token.Hash(tok)
 	c, e, err := r.authorize(req.Context(), k, th)
 	if err != nil && !errors.Is(err, kube.ErrNotFound) {

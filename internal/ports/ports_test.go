@@ -20,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/token"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -367,7 +368,8 @@ func TestExposeRefusesControlPorts(t *testing.T) {
 		port int
 		want string // "" means exposed
 	}{
-		{8888, "port 8888 is the sandbox runtime's control port (it runs commands); exposing it would hand out command execution — expose your application's port instead"},
+		{8888, "port 8888 is the sandbox runtime's control port (it runs commands); exposing it would hand out command execution — expose your application's port instead: " +
+			"run it on a port this server does not reserve (not 8888, 9090), listening on 0.0.0.0, and expose that one"},
 		{9090, "port 9090 is sandboxd's gRPC port (it runs commands)"},
 		{8080, ""},
 	} {
@@ -389,6 +391,23 @@ func TestExposeRefusesControlPorts(t *testing.T) {
 				t.Errorf("port %d was recorded on the claim", tc.port)
 			}
 		})
+	}
+}
+
+// An exposure of a control port recorded on the claim before it was refused (an older server,
+// other settings) is not served: the port's reason, not the runtime's answer.
+func TestServeRefusesControlPorts(t *testing.T) {
+	r, _, store := setup(t)
+	base := serveHTTP(t, r)
+	if err := store.Expose(context.Background(), "ns", "c6", "alice", 9090, "", token.Hash("old-token")); err != nil {
+		t.Fatal(err)
+	}
+	code, body := get(t, base+PathPrefix+"ns/c6/9090/old-token/v1/files/etc/passwd")
+	if code != http.StatusForbidden || !strings.HasPrefix(body, "port 9090 is sandboxd's gRPC port") || strings.Contains(body, "path=") {
+		t.Errorf("a recorded exposure of 9090: %d %q", code, body)
+	}
+	if code, body := get(t, base+PathPrefix+"ns/c6/8080/old-token/x"); code != http.StatusNotFound {
+		t.Errorf("another port, not exposed: %d %q", code, body)
 	}
 }
 

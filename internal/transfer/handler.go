@@ -67,6 +67,9 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		if g.Direction != direction {
 			return &wrongMethodError{g.Direction}
 		}
+		if g.Direction == Upload && r.noUploads {
+			return ErrNoUploads
+		}
 		return nil
 	})
 	cancel()
@@ -80,6 +83,9 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Allow", u.method)
 		http.Error(w, fmt.Sprintf("this transfer URL is for %s: use %s (%s); it is still usable", wrong.direction, u.method, u.curl),
 			http.StatusMethodNotAllowed)
+		return
+	case errors.Is(err, ErrNoUploads):
+		http.Error(w, err.Error()+"; nothing was written", http.StatusForbidden)
 		return
 	case err != nil:
 		http.Error(w, "looking up the transfer on its sandbox: "+err.Error()+"; try the URL again", http.StatusBadGateway)

@@ -64,6 +64,10 @@ const (
 // ErrNoHTTP is create_transfer_url over stdio: there is no HTTP front to hand out.
 var ErrNoHTTP = errors.New("transfer URLs are served by this server's streamable HTTP front, and it is not serving HTTP (stdio); use upload_file or download_file")
 
+// ErrNoUploads refuses an upload on a server made WithoutUploads.
+var ErrNoUploads = errors.New("this server hands out no upload URLs: its operator left out the tools that can replace files " +
+	"(--disable-destructive or --read-only), and an upload replaces the file at its path")
+
 // Store records the grants on the claims (kube.Client implements it).
 type Store interface {
 	GrantTransfer(ctx context.Context, namespace, name, owner string, g kube.TransferGrant) error
@@ -86,19 +90,33 @@ type Registry struct {
 	maxBytes  int64
 	log       zerolog.Logger
 	now       func() time.Time
+	noUploads bool // WithoutUploads
 
 	mu   sync.Mutex
 	base string // the server's URL; "": not serving HTTP, so no URLs
 }
 
+// Option changes what New makes.
+type Option func(*Registry)
+
+// WithoutUploads refuses upload URLs, at creation (ErrNoUploads) and when used: an upload
+// granted by a process without the operator's filter (another replica's settings, before a
+// restart) is answered 403 and stays unspent. An upload replaces the file at its path, and the
+// filter (--disable-destructive, --read-only) leaves out every tool that can do that.
+func WithoutUploads() Option { return func(r *Registry) { r.noUploads = true } }
+
 // New makes a registry; it hands out URLs once SetBase is called. principal names a request's
 // or call's authenticated caller ("" when none; nil: every caller is ""); maxBytes caps each
 // transfer (K8S_SANDBOX_MAX_TRANSFER_BYTES).
-func New(store Store, streamer Streamer, principal func(context.Context) string, maxBytes int64, log zerolog.Logger) *Registry {
+func New(store Store, streamer Streamer, principal func(context.Context) string, maxBytes int64, log zerolog.Logger, opts ...Option) *Registry {
 	if principal == nil {
 		principal = func(context.Context) string { return "" }
 	}
-	return &Registry{store: store, streamer: streamer, principal: principal, maxBytes: maxBytes, log: log, now: time.Now}
+	r := &Registry{store: store, streamer: streamer, principal: principal, maxBytes: maxBytes, log: log, now: time.Now}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // SetBase makes later URLs paths under base (the HTTP server's URL, no trailing slash).
@@ -119,6 +137,8 @@ func (r *Registry) Create(ctx context.Context, owner, namespace, claim, path, di
 		return "", time.Time{}, ErrNoHTTP
 	case direction != Upload && direction != Download:
 		return "", time.Time{}, fmt.Errorf("direction must be %q or %q, got %q", Upload, Download, direction)
+	case direction == Upload && r.noUploads:
+		return "", time.Time{}, ErrNoUploads
 	case path == "":
 		return "", time.Time{}, errors.New("path is required: the file in the sandbox")
 	case expires < 0 || expires > MaxExpires:

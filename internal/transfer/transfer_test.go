@@ -276,3 +276,28 @@ func TestDeletedSandbox(t *testing.T) {
 	}
 	step{"", "PUT", 1, false, http.StatusNotFound, false}.check(t, "after delete", u, "/f", e.sb)
 }
+
+// TestWithoutUploads: under the operator's filter no upload URL is handed out, and one granted
+// by a process without it (another replica, before a restart) is refused unspent, writing
+// nothing; downloads go on.
+func TestWithoutUploads(t *testing.T) {
+	const alice = "static:alice"
+	e := newEnv(t, DefaultMaxBytes)
+	const path = "/work/data set.bin" // the name step.check expects of a download
+	_, sum, _ := digest(generated(path, 10))
+	e.sb.files[path] = fakeFile{size: 10, sum: sum}
+	granted := e.create(t, alice, path, Upload, 0) // by a process without the filter
+	WithoutUploads()(e.reg)
+	_, _, err := e.reg.Create(withPrincipal(context.Background(), alice), testOwner, testNS, testClaim, path, Upload, 0)
+	if !errors.Is(err, ErrNoUploads) {
+		t.Fatalf("Create upload without uploads: %v, want ErrNoUploads", err)
+	}
+	step{principal: alice, method: "PUT", size: 20, want: http.StatusForbidden}.check(t, "PUT under the filter", granted, path, e.sb)
+	step{principal: "static:bob", method: "PUT", size: 20, want: http.StatusNotFound}.check(t, "another principal's PUT", granted, path, e.sb)
+	if f, _ := e.sb.file(path); f.size != 10 || f.sum != sum {
+		t.Errorf("the file was replaced: %+v", f)
+	}
+	step{principal: alice, method: "GET", want: http.StatusOK}.check(t, "a download", e.create(t, alice, path, Download, 0), path, e.sb)
+	e.reg.noUploads = false // the refusal did not spend the grant
+	step{principal: alice, method: "PUT", size: 20, want: http.StatusOK}.check(t, "PUT without the filter", granted, path, e.sb)
+}
