@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,6 +167,7 @@ type client struct {
 	token   string
 	origin  string
 	session string
+	ids     atomic.Int64 // mcp-go refuses a request id already in flight in the session
 }
 
 func (e *env) client(t *testing.T, token string) *client { return &client{t: t, e: e, token: token} }
@@ -248,7 +250,7 @@ type callResult struct {
 
 func (c *client) call(name string, args map[string]any) callResult {
 	c.t.Helper()
-	resp, body := c.do(http.MethodPost, "/mcp", rpc(2, "tools/call", map[string]any{"name": name, "arguments": args}), nil)
+	resp, body := c.do(http.MethodPost, "/mcp", rpc(int(c.ids.Add(1))+1, "tools/call", map[string]any{"name": name, "arguments": args}), nil)
 	return parseCall(c.t, resp.StatusCode, body)
 }
 

@@ -63,6 +63,8 @@ func NewHandler(s *server.MCPServer, o HTTPOptions) *Handler {
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManagerResolver(sess),
+		// mcp-go's own bound (4 MiB by default since v1.5) is ours: bodyLimit owns the number.
+		server.WithMaxRequestBodyBytes(set.MaxBodyBytes),
 	}
 	// Not needed for the principal: mcp-go derives every handler's context from the
 	// request's, which the auth middleware has already enriched.
