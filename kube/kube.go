@@ -112,6 +112,10 @@ const DefaultMaxVolumeSize = "10Gi"
 // and extend_sandbox never move its shutdown time past it.
 const DefaultMaxLifetime = 24 * time.Hour
 
+// DefaultShutdownAfter is the spec's default shutdown_after_seconds (the lifetime window of a
+// create that names none), before the operator's caps bound it (internal/config).
+const DefaultShutdownAfter = 300 * time.Second
+
 // MinVolumeSize is the smallest CreateRequest.VolumeSize: below it no filesystem holds a
 // workspace, and a quantity such as "1e-3" (a thousandth of a byte) is a mistake.
 const MinVolumeSize = "1Mi"
