@@ -196,8 +196,8 @@ func (d Deps) defaultShutdownAfter() int {
 func (d Deps) shutdownProp() prop {
 	p := prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(), "default": d.defaultShutdownAfter()}
 	var text []string
-	if d.MaxLifetime > 0 {
-		text = append(text, fmt.Sprintf("No sandbox lives more than %d s from its creation; more is refused.", int(d.MaxLifetime/time.Second)))
+	if capText := d.lifetimeCapText(); capText != "" {
+		text = append(text, capText)
 	}
 	if d.AllowNoShutdown {
 		p["type"] = []string{"integer", "null"}
@@ -211,6 +211,14 @@ func (d Deps) shutdownProp() prop {
 		p["description"] = strings.Join(text, " ")
 	}
 	return p
+}
+
+// lifetimeCapText is what shutdown_after_seconds' descriptions say of the hard cap; "" without one.
+func (d Deps) lifetimeCapText() string {
+	if d.MaxLifetime <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("No sandbox lives more than %d s from its creation; more is refused.", int(d.MaxLifetime/time.Second))
 }
 
 // shutdownAfter reads shutdown_after_seconds, which the schema has bounded: absent means the

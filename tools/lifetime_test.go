@@ -37,6 +37,27 @@ func TestShutdownPropSaysTheCap(t *testing.T) {
 	}
 }
 
+// TestExtendPropSaysTheCap: extend_sandbox's window states the cap too, and only with one.
+func TestExtendPropSaysTheCap(t *testing.T) {
+	for _, tt := range []struct {
+		d    Deps
+		want string
+	}{
+		{Deps{}, ""},
+		{Deps{MaxLifetime: time.Hour}, "No sandbox lives more than 3600 s from its creation; more is refused."},
+	} {
+		var schema struct {
+			Properties map[string]map[string]any `json:"properties"`
+		}
+		if err := json.Unmarshal(extendTool(tt.d).Tool.RawInputSchema, &schema); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := schema.Properties["shutdown_after_seconds"]["description"].(string); got != tt.want {
+			t.Errorf("MaxLifetime %v: description %q, want %q", tt.d.MaxLifetime, got, tt.want)
+		}
+	}
+}
+
 // TestCreateDefaultWithinTheCaps: a create that names no window gets the configured default.
 func TestCreateDefaultWithinTheCaps(t *testing.T) {
 	h := newHarness(t, func(d *Deps, _ *fakeClaims) { d.DefaultShutdownAfter, d.MaxLifetime = 150*time.Second, 150*time.Second })
