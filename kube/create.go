@@ -27,6 +27,9 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (Claim, error) {
 	if err := c.validate(req); err != nil {
 		return Claim{}, err
 	}
+	if err := c.checkCreateLifetime(req.ShutdownAfter); err != nil {
+		return Claim{}, err
+	}
 	progress := req.Progress
 	if progress == nil {
 		progress = func(string) {}
@@ -174,10 +177,12 @@ func (c *Client) buildClaim(req CreateRequest, name string) *extv1beta1.SandboxC
 			WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: req.WarmPool},
 		},
 	}
-	if req.ShutdownAfter != nil {
-		at := metav1.NewTime(now.Add(*req.ShutdownAfter).UTC().Truncate(time.Second))
-		claim.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &at, ShutdownPolicy: extv1beta1.ShutdownPolicyDelete}
-		claim.Annotations[shutdownAfterAnno] = strconv.Itoa(int(*req.ShutdownAfter / time.Second))
+	if at, window := c.createLifetime(now, req.ShutdownAfter); !at.IsZero() {
+		t := metav1.NewTime(at)
+		claim.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &t, ShutdownPolicy: extv1beta1.ShutdownPolicyDelete}
+		if window > 0 {
+			claim.Annotations[shutdownAfterAnno] = strconv.Itoa(int(window / time.Second))
+		}
 	}
 	if len(req.PodLabels) > 0 || len(req.PodAnnotations) > 0 {
 		claim.Spec.AdditionalPodMetadata = sandboxv1beta1.PodMetadata{

@@ -68,6 +68,7 @@ func TestCreateBuildsClaim(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakes(t, sandboxObj(testNS, "pool-abcde", "", []string{"10.0.0.9"}))
+			f.c.lifetime.MaxLifetime = 0 // the cap's lifecycle: TestCreateUnderTheCap
 			var (
 				mu   sync.Mutex
 				sent *extv1beta1.SandboxClaim
@@ -155,6 +156,7 @@ func TestCreateValidation(t *testing.T) {
 func TestCreateWaitsForReadyThroughWatch(t *testing.T) {
 	// Warm-pool adoption: the Sandbox is named after the pool, not the claim.
 	f := newFakes(t, sandboxObj(testNS, "pool-x1y2z", "pool-x1y2z.team-a.svc.cluster.local", []string{"10.0.0.7"}))
+	f.c.lifetime.MaxLifetime = 0 // the cap's lifecycle: TestCreateUnderTheCap
 	done := f.controller(f.createdNames(),
 		f.status(extv1beta1.SandboxClaimStatus{Conditions: []metav1.Condition{
 			cond("Ready", metav1.ConditionFalse, "SandboxNotReady", "Pod exists with phase: Pending")}}),

@@ -108,9 +108,13 @@ type Claim struct {
 // DefaultMaxVolumeSize caps CreateRequest.VolumeSize unless the operator sets another cap.
 const DefaultMaxVolumeSize = "10Gi"
 
-// DefaultMaxLifetime is the hard cap on a sandbox's life from its creation: renewal on use
-// and extend_sandbox never move its shutdown time past it.
+// DefaultMaxLifetime is the hard cap on a sandbox's life from its creation: no create,
+// extend, renewal on use, suspension or resume puts its shutdown time past it.
 const DefaultMaxLifetime = 24 * time.Hour
+
+// DefaultShutdownAfter is the spec's default shutdown_after_seconds (the lifetime window of a
+// create that names none), before the operator's caps bound it (internal/config).
+const DefaultShutdownAfter = 300 * time.Second
 
 // MinVolumeSize is the smallest CreateRequest.VolumeSize: below it no filesystem holds a
 // workspace, and a quantity such as "1e-3" (a thousandth of a byte) is a mistake.

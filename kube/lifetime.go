@@ -62,9 +62,7 @@ func (c *Client) Extend(ctx context.Context, namespace, name, owner string, afte
 	}
 	at := c.now().Add(after).UTC().Truncate(time.Second)
 	if limit := c.lifetimeCap(obj); !limit.IsZero() && at.After(limit) {
-		left := max(limit.Sub(c.now()), 0).Truncate(time.Second)
-		return Claim{}, fmt.Errorf("%w: a sandbox lives at most %s from its creation (until %s): shutdown_after_seconds may be at most %d now",
-			ErrInvalid, shortDuration(c.lifetime.MaxLifetime), limit.Format(time.RFC3339), int(left/time.Second))
+		return Claim{}, c.pastCap(limit)
 	}
 	patched, err := c.patchLifetime(ctx, obj, at, after)
 	if err != nil {
@@ -73,12 +71,58 @@ func (c *Client) Extend(ctx context.Context, namespace, name, owner string, afte
 	return claimFromObject(patched), nil
 }
 
-// lifetimeCap is the latest shutdown time the hard cap allows; zero: none.
+// lifetimeCap is the latest shutdown time the hard cap allows; zero: none. A claim without a
+// creation time was never stored by an API server (which always sets one): no cap is known.
 func (c *Client) lifetimeCap(obj *extv1beta1.SandboxClaim) time.Time {
-	if c.lifetime.MaxLifetime <= 0 {
+	if c.lifetime.MaxLifetime <= 0 || obj.CreationTimestamp.IsZero() {
 		return time.Time{}
 	}
 	return obj.CreationTimestamp.Add(c.lifetime.MaxLifetime).UTC().Truncate(time.Second)
+}
+
+// pastCap is the one refusal of a shutdown time past the hard cap, whichever call asked for it
+// (create_sandbox, extend_sandbox, resume_sandbox or a call that resumes by itself): the cap,
+// the deadline it gives this sandbox and what the caller may still ask for.
+func (c *Client) pastCap(limit time.Time) error {
+	// From now in whole seconds, as shutdown times are: the largest window still accepted.
+	left := limit.Sub(c.now().Truncate(time.Second))
+	if left <= 0 {
+		return fmt.Errorf("%w: a sandbox lives at most %s from its creation (until %s): this one has reached it and is deleted; "+
+			"create a new sandbox", ErrInvalid, shortDuration(c.lifetime.MaxLifetime), limit.Format(time.RFC3339))
+	}
+	return fmt.Errorf("%w: a sandbox lives at most %s from its creation (until %s): shutdown_after_seconds may be at most %d now",
+		ErrInvalid, shortDuration(c.lifetime.MaxLifetime), limit.Format(time.RFC3339), int(left/time.Second))
+}
+
+// checkCreateLifetime refuses create_sandbox's shutdown_after_seconds past the hard cap, as
+// extend_sandbox refuses it (refused rather than shortened: the caller asked for a time it
+// would not get, and learns the cap now rather than at a deletion it did not expect).
+func (c *Client) checkCreateLifetime(after *time.Duration) error {
+	if maxLife := c.lifetime.MaxLifetime; after != nil && maxLife > 0 && *after > maxLife {
+		// Before the API server stamps the creation: its cap is at least now plus the cap.
+		return c.pastCap(c.now().Add(maxLife).UTC().Truncate(time.Second))
+	}
+	return nil
+}
+
+// createLifetime is a new claim's shutdown time and renewal window for create_sandbox's
+// shutdown_after_seconds (nil: none asked for). Under the hard cap "none" means the cap: the
+// claim ends at its creation plus the cap, with no window to renew (nothing could move it
+// later). Zero time: no lifecycle (no cap, and none asked for). Never past the cap, even for
+// a window checkCreateLifetime would refuse.
+func (c *Client) createLifetime(now time.Time, after *time.Duration) (time.Time, time.Duration) {
+	var at time.Time
+	var window time.Duration
+	if after != nil {
+		at, window = now.Add(*after), *after
+	}
+	if maxLife := c.lifetime.MaxLifetime; maxLife > 0 && (at.IsZero() || at.After(now.Add(maxLife))) {
+		at = now.Add(maxLife)
+	}
+	if at.IsZero() {
+		return time.Time{}, 0
+	}
+	return at.UTC().Truncate(time.Second), window
 }
 
 // patchLifetime sets the shutdown time and the window, guarded by the claim's UID so a

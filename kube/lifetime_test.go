@@ -49,7 +49,7 @@ func TestExtend(t *testing.T) {
 		want    time.Time
 	}{
 		{name: "within the cap", age: time.Hour, after: 2 * time.Hour, owner: testOwner, want: testNow.Add(2 * time.Hour).Truncate(time.Second)},
-		{name: "past the cap", age: 23 * time.Hour, after: 2 * time.Hour, owner: testOwner, wantErr: "a sandbox lives at most 24h from its creation (until 2026-08-23T11:11:12Z): shutdown_after_seconds may be at most 3599 now"},
+		{name: "past the cap", age: 23 * time.Hour, after: 2 * time.Hour, owner: testOwner, wantErr: "a sandbox lives at most 24h from its creation (until 2026-08-23T11:11:12Z): shutdown_after_seconds may be at most 3600 now"},
 		{name: "another owner's", age: time.Hour, after: time.Hour, owner: "someone-else", wantErr: "not found"},
 	}
 	for _, tt := range tests {

@@ -34,9 +34,11 @@ const (
 	conditionSuspended = string(sandboxv1beta1.SandboxConditionSuspended)
 )
 
-// WithSuspendPausesLifetime makes Suspend stop a claim's lifetime clock (its shutdownTime is
-// removed while suspended) and Resume restart it with the time that was left. Off by default:
-// a suspended sandbox expires when it would have anyway.
+// WithSuspendPausesLifetime makes Suspend stop a claim's lifetime clock and Resume restart it
+// with the time that was left. The hard cap (Lifetime.MaxLifetime) does not stop: a suspended
+// claim's shutdownTime becomes its creation plus the cap (removed only without a cap), and a
+// resumed one's is never later than that. Off by default: a suspended sandbox expires when it
+// would have anyway.
 func WithSuspendPausesLifetime(on bool) Option { return func(o *options) { o.pauseLifetime = on } }
 
 // Suspend sets the owner's sandbox to operatingMode Suspended and waits (at most
@@ -84,6 +86,13 @@ func (c *Client) Resume(ctx context.Context, namespace, name, owner string, read
 	obj, sb, err := c.boundSandbox(ctx, namespace, name, owner)
 	if err != nil {
 		return Claim{}, err
+	}
+	if limit := c.lifetimeCap(obj); !limit.IsZero() && !c.now().Before(limit) {
+		// Past its cap (its lifetime paused by a server without one, say): it ends, not resumes.
+		if err := c.endAtCap(ctx, obj, limit); err != nil {
+			return Claim{}, err
+		}
+		return Claim{}, c.pastCap(limit)
 	}
 	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
 		if sb, err = c.setOperatingMode(ctx, sb, sandboxv1beta1.SandboxOperatingModeRunning); err != nil {
@@ -149,33 +158,55 @@ func (c *Client) setOperatingMode(ctx context.Context, sb *sandboxv1beta1.Sandbo
 	return out, nil
 }
 
-// pauseClaimLifetime records the lifetime left and removes shutdownTime, so that the claim
-// controller does not expire the claim while it is suspended.
+// pauseClaimLifetime records the lifetime left and moves shutdownTime to the hard cap (removes
+// it without a cap), so that the claim controller does not expire the claim while it is
+// suspended, except at the cap, which a suspension never stops.
 func (c *Client) pauseClaimLifetime(ctx context.Context, obj *extv1beta1.SandboxClaim) error {
 	at := shutdownTime(obj)
 	if at.IsZero() {
 		return nil // no lifetime to pause
 	}
 	left := max(int64(at.Sub(c.now()).Seconds()), 1)
+	var lifecycle any // none: the claim controller never expires it
+	if limit := c.lifetimeCap(obj); !limit.IsZero() {
+		lifecycle = map[string]any{"shutdownTime": metav1.NewTime(limit), "shutdownPolicy": extv1beta1.ShutdownPolicyDelete}
+	}
 	return c.patchClaim(ctx, obj, map[string]any{
 		"metadata": map[string]any{"uid": obj.UID, "annotations": map[string]any{LifetimeLeftAnnotation: strconv.FormatInt(left, 10)}},
-		"spec":     map[string]any{"lifecycle": nil},
+		"spec":     map[string]any{"lifecycle": lifecycle},
 	}, nil)
 }
 
-// restartClaimLifetime sets shutdownTime to now plus the lifetime that was left.
+// restartClaimLifetime sets shutdownTime to now plus the lifetime that was left, at most the
+// hard cap.
 func (c *Client) restartClaimLifetime(ctx context.Context, obj *extv1beta1.SandboxClaim) (*extv1beta1.SandboxClaim, error) {
 	left, err := strconv.ParseInt(obj.Annotations[LifetimeLeftAnnotation], 10, 64)
 	if err != nil || left < 1 {
 		left = 1 // a mangled annotation must not make the claim immortal
 	}
-	at := metav1.NewTime(c.now().Add(time.Duration(left) * time.Second).UTC().Truncate(time.Second))
+	next := c.now().Add(time.Duration(left) * time.Second).UTC().Truncate(time.Second)
+	if limit := c.lifetimeCap(obj); !limit.IsZero() && next.After(limit) {
+		next = limit
+	}
+	at := metav1.NewTime(next)
 	var out *extv1beta1.SandboxClaim
 	err = c.patchClaim(ctx, obj, map[string]any{
 		"metadata": map[string]any{"uid": obj.UID, "annotations": map[string]any{LifetimeLeftAnnotation: nil}},
 		"spec":     map[string]any{"lifecycle": map[string]any{"shutdownTime": at, "shutdownPolicy": extv1beta1.ShutdownPolicyDelete}},
 	}, &out)
 	return out, err
+}
+
+// endAtCap sets the shutdownTime of a claim past its hard cap to the cap, so that the claim
+// controller deletes it now, unless it already will.
+func (c *Client) endAtCap(ctx context.Context, obj *extv1beta1.SandboxClaim, limit time.Time) error {
+	if at := shutdownTime(obj); !at.IsZero() && !at.After(limit) {
+		return nil
+	}
+	return c.patchClaim(ctx, obj, map[string]any{
+		"metadata": map[string]any{"uid": obj.UID, "annotations": map[string]any{LifetimeLeftAnnotation: nil}},
+		"spec":     map[string]any{"lifecycle": map[string]any{"shutdownTime": metav1.NewTime(limit), "shutdownPolicy": extv1beta1.ShutdownPolicyDelete}},
+	}, nil)
 }
 
 func (c *Client) patchClaim(ctx context.Context, obj *extv1beta1.SandboxClaim, patch map[string]any, out **extv1beta1.SandboxClaim) error {

@@ -73,6 +73,7 @@ func TestSuspend(t *testing.T) {
 		objs          []runtime.Object
 		controller    func(sandboxv1beta1.SandboxOperatingMode) sandboxv1beta1.SandboxStatus
 		pause         bool
+		noCap         bool // Lifetime.MaxLifetime 0
 		wantStatus    Status
 		wantLifetime  bool   // the claim keeps its shutdownTime
 		wantLeftAnno  string // LifetimeLeftAnnotation after
@@ -89,8 +90,11 @@ func TestSuspend(t *testing.T) {
 			wantStatus: Status{Status: StatusSuspended, Message: "PodTerminating: Pod is terminating. Sandbox is suspending"}},
 		{name: "already suspended", objs: suspendFixtures(sandboxv1beta1.SandboxOperatingModeSuspended, nil), controller: reconciled,
 			wantStatus: Status{Status: StatusSuspended, Message: "PodTerminated: Pod has been terminated. Sandbox is suspended"}, wantNoPatches: true},
-		{name: "lifetime paused", objs: suspendFixtures("", withLifetime), controller: reconciled, pause: true, wantLeftAnno: "600",
+		{name: "lifetime paused", objs: suspendFixtures("", withLifetime), controller: reconciled, pause: true, noCap: true, wantLeftAnno: "600",
 			wantStatus: Status{Status: StatusSuspended, Message: "PodTerminated: Pod has been terminated. Sandbox is suspended"}},
+		// The hard cap keeps a shutdownTime (TestSuspendResumeUnderTheCap checks which).
+		{name: "lifetime paused under the cap", objs: suspendFixtures("", withLifetime), controller: reconciled, pause: true, wantLeftAnno: "600",
+			wantLifetime: true, wantStatus: Status{Status: StatusSuspended, Message: "PodTerminated: Pod has been terminated. Sandbox is suspended"}},
 		{name: "no sandbox yet", objs: []runtime.Object{claimObj(testNS, "mine", ownedBy(testOwner), extv1beta1.SandboxClaimStatus{})},
 			wantErr: ErrNotReady, wantNoPatches: true},
 	}
@@ -98,6 +102,9 @@ func TestSuspend(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakes(t, tt.objs...)
 			f.c.pauseLifetime = tt.pause
+			if tt.noCap {
+				f.c.lifetime.MaxLifetime = 0
+			}
 			f.c.suspendWait = 300 * time.Millisecond
 			if tt.controller != nil {
 				f.sandboxController(tt.controller)

@@ -182,21 +182,49 @@ func (d Deps) maxShutdownAfter() int {
 	return shutdownCeiling
 }
 
+// defaultShutdownAfter is shutdown_after_seconds when a create names none.
+func (d Deps) defaultShutdownAfter() int {
+	if d.DefaultShutdownAfter > 0 {
+		return int(d.DefaultShutdownAfter / time.Second)
+	}
+	return int(kube.DefaultShutdownAfter / time.Second)
+}
+
 // shutdownProp states the bounds and whether null (no timeout) is allowed here, so the model
-// reads this server's rule and the schema check enforces it.
+// reads this server's rule and the schema check enforces it. The hard cap from creation is
+// the kube client's to enforce (its refusal is extend_sandbox's too); the description says it.
 func (d Deps) shutdownProp() prop {
-	p := prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(), "default": defaultShutdownAfter}
+	p := prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter(), "default": d.defaultShutdownAfter()}
+	var text []string
+	if capText := d.lifetimeCapText(); capText != "" {
+		text = append(text, capText)
+	}
 	if d.AllowNoShutdown {
 		p["type"] = []string{"integer", "null"}
-		p["description"] = "null disables the timeout."
+		if d.MaxLifetime > 0 {
+			text = append(text, "null: no timeout of its own, deleted at that maximum.")
+		} else {
+			text = append(text, "null disables the timeout.")
+		}
+	}
+	if len(text) > 0 {
+		p["description"] = strings.Join(text, " ")
 	}
 	return p
+}
+
+// lifetimeCapText is what shutdown_after_seconds' descriptions say of the hard cap; "" without one.
+func (d Deps) lifetimeCapText() string {
+	if d.MaxLifetime <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("No sandbox lives more than %d s from its creation; more is refused.", int(d.MaxLifetime/time.Second))
 }
 
 // shutdownAfter reads shutdown_after_seconds, which the schema has bounded: absent means the
 // default, null (where the schema allows it) means none.
 func (d Deps) shutdownAfter(raw json.RawMessage) (*time.Duration, error) {
-	secs := defaultShutdownAfter
+	secs := d.defaultShutdownAfter()
 	if len(raw) > 0 {
 		if string(raw) == "null" {
 			return nil, nil

@@ -55,6 +55,12 @@ type Deps struct {
 	// null (a sandbox without a TTL, which the spec allows) only when an operator said so.
 	MaxShutdownAfter time.Duration
 	AllowNoShutdown  bool
+	// DefaultShutdownAfter is shutdown_after_seconds when a create names none (config's, within
+	// the operator's caps); 0 means kube.DefaultShutdownAfter.
+	DefaultShutdownAfter time.Duration
+	// MaxLifetime is the hard cap the kube client enforces from creation (kube.Lifetime), for
+	// the descriptions and notes only: the kube client alone refuses or clamps. 0: none.
+	MaxLifetime time.Duration
 	// ProcessOutputBytes is kept per stream of a start_process process; 0 means
 	// proc.DefaultMaxOutputBytes.
 	ProcessOutputBytes int64

@@ -25,10 +25,10 @@ type paragraph struct {
 // tool is named (TestDocsNameEveryTool).
 func (d Deps) instructionLines() [][]paragraph {
 	lifetime := fmt.Sprintf("Every sandbox is deleted automatically shutdown_after_seconds (default %d) after its last use: each call "+
-		"on it renews it, up to the server's maximum lifetime.", defaultShutdownAfter)
+		"on it renews it, up to the server's maximum lifetime.", d.defaultShutdownAfter())
 	if d.FixedLifetime {
 		lifetime = fmt.Sprintf("Every sandbox is deleted automatically shutdown_after_seconds (default %d) after it was created; "+
-			"using it does not move that time on this server.", defaultShutdownAfter)
+			"using it does not move that time on this server.", d.defaultShutdownAfter())
 	}
 	one := func(tool, text string) paragraph { return paragraph{names: []string{tool}, text: text} }
 	process, workspace := toolsets["process"], toolsets["workspace"]

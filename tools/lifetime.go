@@ -26,7 +26,7 @@ func extendTool(d Deps) server.ServerTool {
 		mcp.WithDescription("Moves the sandbox's automatic deletion to shutdown_after_seconds from now. Call it before a long task or pause."),
 		inputSchema(objectSchema([]string{"sandbox_claim_name", "shutdown_after_seconds"}, map[string]prop{
 			"sandbox_claim_name": claimProp(), "namespace": namespaceProp(),
-			"shutdown_after_seconds": prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter()},
+			"shutdown_after_seconds": described(prop{"type": "integer", "minimum": 1, "maximum": d.maxShutdownAfter()}, d.lifetimeCapText(), ""),
 		})),
 		outputSchema[ExtendResult](),
 		hints(false, false, true),

@@ -44,10 +44,9 @@ const (
 	minTimeout     = 1
 	maxTimeout     = 600
 	defaultTimeout = 60
-	// defaultShutdownAfter is the spec's default TTL; shutdownCeiling bounds it when the
-	// operator sets no maximum, so a huge number can never wrap a time.Duration.
-	defaultShutdownAfter = 300
-	shutdownCeiling      = 365 * 24 * 3600
+	// shutdownCeiling bounds shutdown_after_seconds when the operator sets no maximum, so a
+	// huge number can never wrap a time.Duration. (Its default is Deps.DefaultShutdownAfter.)
+	shutdownCeiling = 365 * 24 * 3600
 	// maxCommandChars keeps a command, program or edit text within one argument of exec:
 	// Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN), and a character takes
 	// up to 4 bytes in UTF-8.

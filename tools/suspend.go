@@ -27,7 +27,9 @@ const (
 		"(create_sandbox's volume_size, mounted at volume_path) is lost."
 	lifetimeRuns   = " Its lifetime keeps running: it is still deleted at its shutdown time, suspended or not."
 	lifetimePaused = " Its lifetime is paused: the time it had left starts again when it is resumed."
-	resumedNote    = "The sandbox runs in a new pod: processes from before the suspension are gone, and only files on its " +
+	// lifetimeCapRuns follows lifetimePaused under a hard cap (kube.WithSuspendPausesLifetime).
+	lifetimeCapRuns = " The server's maximum lifetime (%d s from creation) does not pause: it is deleted then, suspended or not."
+	resumedNote     = "The sandbox runs in a new pod: processes from before the suspension are gone, and only files on its " +
 		"persistent volume (volume_path) were kept."
 )
 
@@ -85,6 +87,9 @@ func suspendTool(d Deps) server.ServerTool {
 		note := suspendLoses + lifetimeRuns
 		if d.SuspendPausesLifetime {
 			note = suspendLoses + lifetimePaused
+			if d.MaxLifetime > 0 {
+				note += fmt.Sprintf(lifetimeCapRuns, int(d.MaxLifetime/time.Second))
+			}
 		}
 		if c.VolumePath == "" {
 			note += " This sandbox has no persistent volume: none of its files are kept."

@@ -56,6 +56,9 @@ type Config struct {
 	MaxSandboxesPerOwner int           // K8S_SANDBOX_MAX_SANDBOXES_PER_OWNER (0: no cap)
 	MaxShutdownAfter     time.Duration // K8S_SANDBOX_MAX_SHUTDOWN_AFTER_SECONDS (0: no cap)
 	AllowNoShutdown      bool          // K8S_SANDBOX_ALLOW_NO_SHUTDOWN (default false: shutdown_after_seconds null is refused)
+	// DefaultShutdownAfter is shutdown_after_seconds when a create names none:
+	// kube.DefaultShutdownAfter, or the smaller of the two caps when one is smaller.
+	DefaultShutdownAfter time.Duration
 	Lifetime             kube.Lifetime // K8S_SANDBOX_RENEW_ON_USE, K8S_SANDBOX_MAX_LIFETIME_SECONDS
 	KeepOnSessionEnd     bool          // K8S_SANDBOX_KEEP_SANDBOXES_ON_SESSION_END
 	// Which tools are listed (tools.Selection checks the names): K8S_SANDBOX_TOOLSETS (comma
@@ -163,6 +166,7 @@ func Parse(vars map[string]string) (Config, error) {
 		p.fail("ALLOW_NO_SHUTDOWN", "cannot be true with %sMAX_SHUTDOWN_AFTER_SECONDS=%d: a sandbox without a timeout has no maximum; unset one of them",
 			Prefix, int(c.MaxShutdownAfter/time.Second))
 	}
+	c.checkLifetime(&p)
 	c.KeepOnSessionEnd = p.boolean("KEEP_SANDBOXES_ON_SESSION_END", false)
 	for _, name := range strings.Split(p.str("TOOLSETS", ""), ",") {
 		if name = strings.TrimSpace(name); name != "" {
