@@ -275,6 +275,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		},
 	})
 	a.metrics.Gauge("sessions", "Open MCP sessions (HTTP, 2025-11-25 protocol).", func() float64 { return float64(sessions.Open()) })
+	a.metrics.Gauge("streams", "Open MCP streams (standalone GET streams and subscriptions/listen requests).", func() float64 { return float64(sessions.Streams()) })
 	hooks := sessions.Hooks()
 	a.clients.Hooks(hooks, owner.SessionOwner)
 	s := tools.NewServer(a.deps, version(), server.WithHooks(hooks),
