@@ -9,10 +9,12 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/readgate"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/token"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -59,8 +61,17 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	principal := r.principal(req.Context())
+	th := token.Hash(parts[2])
 	ctx, cancel := context.WithTimeout(req.Context(), consumeWithin)
-	claim, g, err := r.store.ConsumeTransfer(ctx, parts[0], parts[1], token.Hash(parts[2]), func(g kube.TransferGrant) error {
+	defer cancel()
+	has := func(gs []kube.TransferGrant) bool {
+		return slices.ContainsFunc(gs, func(g kube.TransferGrant) bool { return g.TokenHash == th })
+	}
+	if grants, err := r.gate.Check(ctx, readgate.Ref{Namespace: parts[0], Name: parts[1]}, has); errors.Is(err, kube.ErrNotFound) || err == nil && !has(grants) {
+		http.Error(w, gone, http.StatusNotFound)
+		return
+	}
+	claim, g, err := r.store.ConsumeTransfer(ctx, parts[0], parts[1], th, func(g kube.TransferGrant) error {
 		if g.Principal != principal {
 			return errNotYours
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/readgate"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/token"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -68,6 +69,8 @@ var ErrNoHTTP = errors.New("transfer URLs are served by this server's streamable
 type Store interface {
 	GrantTransfer(ctx context.Context, namespace, name, owner string, g kube.TransferGrant) error
 	ConsumeTransfer(ctx context.Context, namespace, name, tokenHash string, accept func(kube.TransferGrant) error) (kube.Claim, kube.TransferGrant, error)
+	// Transfers reads a claim's live grants, from the watch cache unless fresh.
+	Transfers(ctx context.Context, namespace, name string, fresh bool) ([]kube.TransferGrant, error)
 }
 
 // Streamer moves one file's bytes to or from a sandbox without holding them (the streaming
@@ -86,6 +89,10 @@ type Registry struct {
 	maxBytes  int64
 	log       zerolog.Logger
 	now       func() time.Time
+	// gate refuses a token its claim's grants lack before ConsumeTransfer reads the API: a
+	// flood of wrong tokens or unknown claims costs one API read per claim per
+	// readgate.ReadFor, as /ports does.
+	gate *readgate.Gate[[]kube.TransferGrant]
 
 	mu   sync.Mutex
 	base string // the server's URL; "": not serving HTTP, so no URLs
@@ -98,7 +105,11 @@ func New(store Store, streamer Streamer, principal func(context.Context) string,
 	if principal == nil {
 		principal = func(context.Context) string { return "" }
 	}
-	return &Registry{store: store, streamer: streamer, principal: principal, maxBytes: maxBytes, log: log, now: time.Now}
+	r := &Registry{store: store, streamer: streamer, principal: principal, maxBytes: maxBytes, log: log, now: time.Now}
+	r.gate = readgate.New(func(ctx context.Context, ref readgate.Ref, fresh bool) ([]kube.TransferGrant, error) {
+		return store.Transfers(ctx, ref.Namespace, ref.Name, fresh)
+	})
+	return r
 }
 
 // SetBase makes later URLs paths under base (the HTTP server's URL, no trailing slash).
@@ -135,6 +146,7 @@ func (r *Registry) Create(ctx context.Context, owner, namespace, claim, path, di
 	if err := r.store.GrantTransfer(ctx, namespace, claim, owner, g); err != nil {
 		return "", time.Time{}, err
 	}
+	r.gate.Forget(readgate.Ref{Namespace: namespace, Name: claim}) // what it read lacks this grant
 	return base + PathPrefix + url.PathEscape(namespace) + "/" + url.PathEscape(claim) + "/" + tok, at, nil
 }
 
