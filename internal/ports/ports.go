@@ -72,6 +72,8 @@ type Registry struct {
 	// gate checks a request's token against its claim's exposures at a bounded cost in API
 	// reads (one per claim per readgate.ReadFor for a flood of wrong tokens), as /transfer does.
 	gate *readgate.Gate[claimRead]
+	// limits hold HTTP requests to the caller's caps (SetLimits); none over stdio.
+	limits readgate.Limits
 }
 
 // key names one exposed port.
@@ -109,6 +111,13 @@ func (r *Registry) SetBase(base string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.base = strings.TrimSuffix(base, "/")
+}
+
+// SetLimits holds later requests through the HTTP server to the caller's caps.
+func (r *Registry) SetLimits(l readgate.Limits) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.limits = l
 }
 
 // ControlPortError refuses a port the connection drives itself (conn.Porter.ControlPorts):
@@ -270,6 +279,21 @@ func (r *Registry) readClaim(ctx context.Context, ref readgate.Ref, fresh bool) 
 
 // serve checks the token and the caller against the claim's record, then proxies.
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, path string) {
+	r.mu.Lock()
+	limits := r.limits
+	r.mu.Unlock()
+	streaming, err := limits.Stream.Take(req.Context())
+	if err != nil {
+		tooMany(w, err)
+		return
+	}
+	defer streaming()
+	checking, err := limits.Check.Take(req.Context())
+	if err != nil {
+		tooMany(w, err)
+		return
+	}
+	defer checking()
 	th := token.Hash(tok)
 	c, e, err := r.authorize(req.Context(), k, th)
 	if err != nil && !errors.Is(err, kube.ErrNotFound) {
@@ -285,6 +309,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, p
 		http.Error(w, "reaching the sandbox: "+err.Error(), http.StatusBadGateway)
 		return
 	}
+	checking() // checked: from here on only the stream's place is held
 	ctx, cancel := context.WithCancel(req.Context())
 	defer cancel()
 	o := &openRequest{key: k, tokenHash: th, cancel: cancel}
@@ -297,6 +322,13 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, p
 		r.mu.Unlock()
 	}()
 	proxy(ep, k.port, path).ServeHTTP(w, req.WithContext(ctx))
+}
+
+// tooMany refuses a request past one of the caller's caps; the places come back as soon as
+// the caller's other calls and requests end.
+func tooMany(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, err.Error(), http.StatusTooManyRequests)
 }
 
 func proxy(ep conn.PortEndpoint, port int, path string) *httputil.ReverseProxy {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -119,3 +120,27 @@ func (g *Gate[V]) readShared(ctx context.Context, ref Ref, fresh bool) (V, error
 		return zero, ctx.Err()
 	}
 }
+
+// Admit takes a place for a request under one of the server's per-principal caps, or refuses
+// it with an error saying which cap and what to do; release gives the place back.
+type Admit func(ctx context.Context) (release func(), err error)
+
+// Take is a(ctx), or no bound when a is nil. Its release may be called more than once (early,
+// then deferred): only the first call counts.
+func (a Admit) Take(ctx context.Context) (func(), error) {
+	if a == nil {
+		return func() {}, nil
+	}
+	release, err := a(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sync.OnceFunc(release), nil
+}
+
+// Limits are the caps a request through a URL is held to, so that a flood of them weighs on
+// its principal alone: Check while its token is checked (API reads, counted with the tool calls
+// under K8S_SANDBOX_HTTP__MAX_CONCURRENT_CALLS) and Stream for its whole life (an open
+// connection, counted with the MCP streams under K8S_SANDBOX_HTTP__MAX_STREAMS_PER_PRINCIPAL).
+// Stream is taken first, so a refusal never spends a one-time URL.
+type Limits struct{ Check, Stream Admit }

@@ -2,8 +2,10 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 )
 
 // Streams are the requests that stay open for as long as the client likes: the standalone GET
@@ -88,4 +90,14 @@ func (s *Sessions) refuseStreams() *refusal {
 func (no *refusal) writePlain(w http.ResponseWriter) {
 	no.header(w)
 	writeJSON(w, no.status, map[string]string{"error": no.message})
+}
+
+// AdmitStream takes a stream's place for a request through a URL a tool handed out (/ports,
+// /transfer), which stays open as long as its client likes (a readgate.Admit).
+func (s *Sessions) AdmitStream(ctx context.Context) (func(), error) {
+	release, no := s.listen(principalOf(ctx))
+	if no != nil {
+		return nil, errors.New(no.message)
+	}
+	return sync.OnceFunc(release), nil
 }

@@ -1,12 +1,16 @@
 package transfer
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/readgate"
 )
 
 // claimGets counts the GETs of sandbox claims the server has sent to the (fake) API.
@@ -69,5 +73,41 @@ func TestWrongTokensCostNoReadEach(t *testing.T) {
 				t.Errorf("the URL handed out, after the flood: %d", resp.StatusCode)
 			}
 		})
+	}
+}
+
+// Issue 43.5: a request through a transfer URL is held to the caller's caps (the call cap while
+// it is checked, the stream cap while it runs); a refusal is 429 and does not spend the URL.
+func TestLimitsRefuseWithoutSpending(t *testing.T) {
+	e := newEnv(t, DefaultMaxBytes)
+	u := e.create(t, "", "/f", Upload, 0)
+	refuse := func(context.Context) (func(), error) {
+		return nil, errors.New("too many concurrent calls for this principal")
+	}
+	taken, released := 0, 0
+	allow := func(context.Context) (func(), error) { taken++; return func() { released++ }, nil }
+	put := func() (int, string) {
+		req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader("data"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, l := range []readgate.Limits{{Check: refuse, Stream: allow}, {Check: allow, Stream: refuse}} {
+		e.reg.SetLimits(l)
+		if code, body := put(); code != http.StatusTooManyRequests || !strings.Contains(body, "too many concurrent calls") ||
+			!strings.Contains(body, "the URL is not spent") {
+			t.Fatalf("past a cap: %d %q", code, body)
+		}
+	}
+	e.reg.SetLimits(readgate.Limits{Check: allow, Stream: allow})
+	if code, body := put(); code != http.StatusOK {
+		t.Fatalf("within the caps: %d %q", code, body)
+	}
+	if taken != released || taken != 3 {
+		t.Errorf("places taken %d, released %d; want 3 and 3", taken, released)
 	}
 }

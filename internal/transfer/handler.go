@@ -60,6 +60,21 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, r.tooLarge(req.ContentLength), http.StatusRequestEntityTooLarge)
 		return
 	}
+	r.mu.Lock()
+	limits := r.limits
+	r.mu.Unlock()
+	streaming, err := limits.Stream.Take(req.Context())
+	if err != nil {
+		tooMany(w, err)
+		return
+	}
+	defer streaming()
+	checking, err := limits.Check.Take(req.Context())
+	if err != nil {
+		tooMany(w, err)
+		return
+	}
+	defer checking()
 	principal := r.principal(req.Context())
 	th := token.Hash(parts[2])
 	ctx, cancel := context.WithTimeout(req.Context(), consumeWithin)
@@ -96,6 +111,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "looking up the transfer on its sandbox: "+err.Error()+"; try the URL again", http.StatusBadGateway)
 		return
 	}
+	checking() // spent: from here on only the stream's place is held
 	log := r.log.With().Str("namespace", claim.Namespace).Str("claim", claim.Name).Str("direction", g.Direction).Str("path", g.Path).Logger()
 	start := time.Now()
 	var n int64
@@ -105,6 +121,12 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		n, err = r.download(w, req, claim, g)
 	}
 	log.Info().Err(err).Int64("bytes", n).Dur("took", time.Since(start)).Msg("transfer")
+}
+
+// tooMany refuses a request past one of the caller's caps, before its URL is spent.
+func tooMany(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, err.Error()+"; the URL is not spent", http.StatusTooManyRequests)
 }
 
 // upload streams the request body into the sandbox file, at most maxBytes of it.

@@ -94,8 +94,9 @@ type Registry struct {
 	// readgate.ReadFor, as /ports does.
 	gate *readgate.Gate[[]kube.TransferGrant]
 
-	mu   sync.Mutex
-	base string // the server's URL; "": not serving HTTP, so no URLs
+	mu     sync.Mutex
+	base   string          // the server's URL; "": not serving HTTP, so no URLs
+	limits readgate.Limits // the caller's caps (SetLimits)
 }
 
 // New makes a registry; it hands out URLs once SetBase is called. principal names a request's
@@ -117,6 +118,13 @@ func (r *Registry) SetBase(base string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.base = strings.TrimSuffix(base, "/")
+}
+
+// SetLimits holds later requests through transfer URLs to the caller's caps.
+func (r *Registry) SetLimits(l readgate.Limits) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.limits = l
 }
 
 // Create grants the caller (the principal in ctx) one transfer of path on the owner's claim
