@@ -23,6 +23,9 @@ import (
 // never handed out, its sandbox deleted, another principal's), so that a guess learns nothing.
 const gone = "this transfer URL was used, expired, or never existed: call create_transfer_url again"
 
+// errNotRegular is a download of a FIFO, socket or device.
+var errNotRegular = errors.New("not a regular file")
+
 // errNotYours refuses another principal's request; it is answered as gone.
 var errNotYours = errors.New("another principal's transfer URL")
 
@@ -151,6 +154,12 @@ func (r *Registry) upload(w http.ResponseWriter, req *http.Request, claim kube.C
 // can no longer change the status: the response is aborted, so the client sees a broken
 // transfer instead of a complete-looking short file.
 func (r *Registry) download(w http.ResponseWriter, req *http.Request, claim kube.Claim, g kube.TransferGrant) (int64, error) {
+	if r.special(req.Context(), target(claim), g.Path) {
+		http.Error(w, fmt.Sprintf("%s in the sandbox is not a regular file (a FIFO, socket or device), and a transfer URL "+
+			"downloads regular files only; the URL is spent: copy the data into a regular file, then call create_transfer_url "+
+			"again", g.Path), http.StatusUnprocessableEntity)
+		return 0, errNotRegular
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(g.Path)}))

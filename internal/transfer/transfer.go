@@ -75,10 +75,12 @@ type Store interface {
 
 // Streamer moves one file's bytes to or from a sandbox without holding them (the streaming
 // conn.Conn). Upload reads r to its end or its first error; Download fails with
-// conn.ErrTooLarge past maxBytes, ideally before writing anything.
+// conn.ErrTooLarge past maxBytes, ideally before writing anything. Exec runs the check that a
+// download is a regular file (regular.go).
 type Streamer interface {
 	Upload(ctx context.Context, t conn.Target, path string, r io.Reader) (int64, error)
 	Download(ctx context.Context, t conn.Target, path string, w io.Writer, maxBytes int64) (int64, error)
+	Exec(ctx context.Context, t conn.Target, req conn.ExecRequest) (conn.ExecResult, error)
 }
 
 // Registry hands out transfer URLs and serves them.
