@@ -92,6 +92,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		return nil, err
 	}
 	ka.rest.Wrap(a.tracing.Transport)
+	ka.rest.Wrap(a.metrics.APITransport)
 	defaultNS := ka.namespace
 	if a.cfg.PinNamespace != "" {
 		defaultNS = a.cfg.PinNamespace // what every call uses, so what the start-up check reads
@@ -276,7 +277,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		},
 	})
 	a.metrics.Gauge("sessions", "Open MCP sessions (HTTP, 2025-11-25 protocol).", func() float64 { return float64(sessions.Open()) })
-	a.metrics.Gauge("streams", "Open MCP streams (standalone GET streams and subscriptions/listen requests).", func() float64 { return float64(sessions.Streams()) })
+	a.metrics.Gauge("streams", "Open streams: standalone GET streams, subscriptions/listen requests, and requests through /ports and /transfer URLs.", func() float64 { return float64(sessions.Streams()) })
 	hooks := sessions.Hooks()
 	a.clients.Hooks(hooks, owner.SessionOwner)
 	// One call cap for tool calls and the checks of requests through the URLs tools hand out,
