@@ -175,7 +175,7 @@ func TestStreamFlood(t *testing.T) {
 
 // streamFloodRSSBoundMiB is the resident peak the server stays under through TestStreamFlood:
 // what it idles at (about 50 MB) and the refused GETs' buffers, which it does not keep.
-const streamFloodRSSBoundMiB = 128
+const streamFloodRSSBoundMiB = 96
 
 // TestTransferSideDoors is issue 43 point 5's side doors: every wrong-token or unknown-claim
 // /transfer request cost an API GET outside the call cap (48 concurrent made another tenant's
