@@ -20,6 +20,7 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/logging"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/owner"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/ports"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/readgate"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/serve"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/telemetry"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/tracing"
@@ -91,6 +92,7 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		return nil, err
 	}
 	ka.rest.Wrap(a.tracing.Transport)
+	ka.rest.Wrap(a.metrics.APITransport)
 	defaultNS := ka.namespace
 	if a.cfg.PinNamespace != "" {
 		defaultNS = a.cfg.PinNamespace // what every call uses, so what the start-up check reads
@@ -270,21 +272,28 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		},
 	})
 	a.metrics.Gauge("sessions", "Open MCP sessions (HTTP, 2025-11-25 protocol).", func() float64 { return float64(sessions.Open()) })
+	a.metrics.Gauge("streams", "Open streams: standalone GET streams, subscriptions/listen requests, and requests through /ports and /transfer URLs.", func() float64 { return float64(sessions.Streams()) })
 	hooks := sessions.Hooks()
 	a.clients.Hooks(hooks, owner.SessionOwner)
+	// One call cap for tool calls and the checks of requests through the URLs tools hand out,
+	// which read the API as calls do; those requests' open connections count as streams.
+	calls := serve.NewCallLimit(a.httpSet.MaxConcurrentCalls)
+	limits := readgate.Limits{Check: calls.Admit, Stream: sessions.AdmitStream}
 	s := tools.NewServer(a.deps, version(), server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(a.tracing.Calls),
 		server.WithToolHandlerMiddleware(sessions.Calls),
-		server.WithToolHandlerMiddleware(serve.LimitConcurrency(a.httpSet.MaxConcurrentCalls, serve.CallerKey)))
+		server.WithToolHandlerMiddleware(calls.Tools(serve.CallerKey)))
 	health := &serve.Health{Prober: a.claims, Namespace: a.cfg.ProbeNamespace, Log: a.log}
 	health.MarkReady()
 	o := serve.HTTPOptions{
 		Addr: a.f.httpAddr, Health: health, Log: a.log, Settings: a.httpSet, Auth: a.authn, Sessions: sessions,
 	}
 	if a.ports != nil {
+		a.ports.SetLimits(limits)
 		o.Routes = append(o.Routes, serve.Route{Prefix: ports.PathPrefix, Handler: a.ports.Handler(), SetBase: a.ports.SetBase})
 	}
 	if a.transfers != nil {
+		a.transfers.SetLimits(limits)
 		o.Routes = append(o.Routes, serve.Route{Prefix: transfer.PathPrefix, Handler: a.transfers.Handler(), SetBase: a.transfers.SetBase})
 	}
 	return serve.HTTP(ctx, s, o)

@@ -110,6 +110,25 @@ func (c *Client) ConsumeTransfer(ctx context.Context, namespace, name, tokenHash
 	return claim, grant, nil
 }
 
+// Transfers returns the live grants of a claim of this server, whoever owns it (a request
+// through a transfer URL carries no MCP owner; its token decides), from the watch cache when it
+// holds the claim, unless fresh. It answers whether a token may be valid before
+// ConsumeTransfer spends an API read on it: the transfer package's gate reads the API only for
+// a token the cache lacks.
+func (c *Client) Transfers(ctx context.Context, namespace, name string, fresh bool) ([]TransferGrant, error) {
+	if c.cache != nil && !fresh {
+		if obj, _, ok := c.cache.lookup(namespace, name); ok && obj.Labels[c.ownerKey] != "" && !c.cache.deletedHere(namespace, obj.UID) {
+			return liveTransfers(obj, c.now()), nil
+		}
+	}
+	obj, err := c.serverClaim(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	c.watchNamespace(namespace) // later requests read the cache
+	return liveTransfers(obj, c.now()), nil
+}
+
 // TransferGrants returns the live grants of the owner's claim, oldest first.
 func (c *Client) TransferGrants(ctx context.Context, namespace, name, owner string) ([]TransferGrant, error) {
 	obj, err := c.ownedClaim(ctx, namespace, name, owner)

@@ -38,9 +38,11 @@ func TestLayering(t *testing.T) {
 		{"internal/owner", []string{"internal/auth"}, []string{mcpgo}},
 		{"internal/serve", []string{"internal/auth", "internal/auth/authtest", "internal/logging"}, []string{mcpgo}},
 		{"internal/localstack", nil, nil},
-		{"internal/ports", []string{"conn", "internal/token", "kube"}, nil},
+		{"internal/ports", []string{"conn", "internal/readgate", "internal/token", "kube"}, nil},
+		// The check of a URL's token against its claim, shared by ports and transfer.
+		{"internal/readgate", []string{"kube"}, nil},
 		{"internal/token", nil, nil},
-		{"internal/transfer", []string{"conn", "internal/token", "kube"}, nil},
+		{"internal/transfer", []string{"conn", "internal/readgate", "internal/token", "kube"}, nil},
 		{"internal/telemetry", nil, nil},
 		{"internal/tracing", nil, []string{mcpgo}},
 		{"bench/load", nil, []string{gosdk}},

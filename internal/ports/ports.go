@@ -23,14 +23,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/singleflight"
-	utilcache "k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/readgate"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/token"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -48,17 +46,6 @@ const (
 	StreamsEndWithin = 2 * time.Second
 	checkEvery       = StreamsEndWithin / 4
 	confirmWithin    = StreamsEndWithin / 2
-	// readFor: an API read of a claim, made for a token its watch cache did not know,
-	// answers the claim's next such reads for this long; once it has refused a token (or the
-	// claim was not found), it refuses the tokens it lacks before any read. So a flood of
-	// wrong tokens costs one API read per claim per readFor instead of one or two per
-	// request. A URL exposed through another replica in that time, after the read, is refused
-	// until the read expires.
-	readFor = time.Second
-	// maxReads bounds the claims remembered so (least recently added go first).
-	maxReads = 1024
-	// lookupWithin bounds a request's read of its claim.
-	lookupWithin = 10 * time.Second
 )
 
 // Store records exposures on the claims (kube.Client implements it).
@@ -83,21 +70,11 @@ type Registry struct {
 	base      string // HTTP: the server's URL; "": a loopback listener per exposed port
 	listeners map[key]*listener
 	open      map[*openRequest]struct{}
-	// apiReads holds, per claimRef, its *apiRead for readFor. apimachinery's LRU expiring
-	// cache does the bounding and the expiry.
-	apiReads *utilcache.LRUExpireCache
-	reads    singleflight.Group // claim reads of concurrent requests
-}
-
-// apiRead is what the last API read of a claim found: the claim and its exposures, or err,
-// the claim's kube.ErrNotFound.
-type apiRead struct {
-	claim   kube.Claim
-	exposed map[int]kube.Exposure
-	err     error
-	// refused: a token was refused by this read, so it was not (only) the watch cache
-	// lagging behind a new URL, and the tokens it lacks are refused before any read.
-	refused atomic.Bool
+	// gate checks a request's token against its claim's exposures at a bounded cost in API
+	// reads (one per claim per readgate.ReadFor for a flood of wrong tokens), as /transfer does.
+	gate *readgate.Gate[claimRead]
+	// limits hold HTTP requests to the caller's caps (SetLimits); none over stdio.
+	limits readgate.Limits
 }
 
 // key names one exposed port.
@@ -124,8 +101,10 @@ func New(store Store, porter conn.Porter, principal PrincipalFunc, log zerolog.L
 	if principal == nil {
 		principal = func(context.Context) string { return "" }
 	}
-	return &Registry{store: store, porter: porter, principal: principal, log: log,
-		listeners: map[key]*listener{}, open: map[*openRequest]struct{}{}, apiReads: utilcache.NewLRUExpireCache(maxReads)}
+	r := &Registry{store: store, porter: porter, principal: principal, log: log,
+		listeners: map[key]*listener{}, open: map[*openRequest]struct{}{}}
+	r.gate = readgate.New(r.readClaim)
+	return r
 }
 
 // SetBase makes later exposures paths under base (the HTTP server's URL, no trailing slash).
@@ -133,6 +112,13 @@ func (r *Registry) SetBase(base string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.base = strings.TrimSuffix(base, "/")
+}
+
+// SetLimits holds later requests through the HTTP server to the caller's caps.
+func (r *Registry) SetLimits(l readgate.Limits) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.limits = l
 }
 
 // ControlPortError refuses a port a runtime's API listens on (conn.Porter.ControlPorts):
@@ -181,7 +167,7 @@ func (r *Registry) Expose(ctx context.Context, owner, namespace, claim string, p
 	if err := r.store.Expose(ctx, namespace, claim, owner, port, r.principal(ctx), token.Hash(tok)); err != nil {
 		return "", err
 	}
-	r.apiReads.Remove(claimRef{namespace, claim}) // the tokens it remembers lack this one
+	r.gate.Forget(readgate.Ref{Namespace: namespace, Name: claim}) // the tokens it remembers lack this one
 	k := key{namespace: namespace, claim: claim, port: port}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -293,32 +279,13 @@ func (r *Registry) Handler() http.Handler {
 	})
 }
 
-// authorize returns the claim and the exposure of k's port, asking the API when the watch
-// cache does not know the token th (exposed through another replica a moment ago?). After
-// that read refused a token, the tokens it lacks are refused for readFor without another read,
-// of the API or of the cache (which reads the API too while this process's own exposure is
-// new: kube.Client.Exposed).
+// authorize returns the claim and the exposure of k's port, through the gate: the watch cache
+// first, the API for a token it does not know, at most one API read per claim per
+// readgate.ReadFor for a flood of wrong tokens.
 func (r *Registry) authorize(ctx context.Context, k key, th string) (kube.Claim, kube.Exposure, error) {
-	ref := claimRef{k.namespace, k.claim}
-	if a := r.apiRead(ref); a != nil && (a.err != nil || a.refused.Load() && !a.exposed[k.port].Valid(th)) {
-		return kube.Claim{}, kube.Exposure{}, a.err
-	}
-	c, exposed, err := r.read(ctx, ref, false)
-	if err != nil || exposed[k.port].Valid(th) {
-		return c, exposed[k.port], err
-	}
-	c, exposed, err = r.read(ctx, ref, true)
-	if a := r.apiRead(ref); err == nil && !exposed[k.port].Valid(th) && a != nil {
-		a.refused.Store(true)
-	}
-	return c, exposed[k.port], err
-}
-
-// apiRead returns the API read of ref that still answers for it, or nil.
-func (r *Registry) apiRead(ref claimRef) *apiRead {
-	v, _ := r.apiReads.Get(ref)
-	a, _ := v.(*apiRead)
-	return a
+	c, err := r.gate.Check(ctx, readgate.Ref{Namespace: k.namespace, Name: k.claim},
+		func(c claimRead) bool { return c.exposed[k.port].Valid(th) })
+	return c.claim, c.exposed[k.port], err
 }
 
 // claimRead is one read of a claim's exposures.
@@ -327,31 +294,9 @@ type claimRead struct {
 	exposed map[int]kube.Exposure
 }
 
-// read returns ref's exposures from the watch cache, or from the API when fresh. Concurrent
-// requests for one claim share one read, and a fresh one (or a "not found") is remembered for
-// readFor and answers the fresh reads after it: so a burst of wrong tokens costs what one
-// does. The read outlives the request that started it (the others wait for it too), bounded by
-// lookupWithin.
-func (r *Registry) read(ctx context.Context, ref claimRef, fresh bool) (kube.Claim, map[int]kube.Exposure, error) {
-	ch := r.reads.DoChan(fmt.Sprintf("%t/%s/%s", fresh, ref.namespace, ref.claim), func() (any, error) {
-		if a := r.apiRead(ref); a != nil && (fresh || a.err != nil) {
-			return claimRead{claim: a.claim, exposed: a.exposed}, a.err
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupWithin)
-		defer cancel()
-		c, exposed, err := r.store.Exposed(rctx, ref.namespace, ref.claim, fresh)
-		if errors.Is(err, kube.ErrNotFound) || fresh && err == nil {
-			r.apiReads.Add(ref, &apiRead{claim: c, exposed: exposed, err: err}, readFor)
-		}
-		return claimRead{claim: c, exposed: exposed}, err
-	})
-	select {
-	case res := <-ch:
-		v, _ := res.Val.(claimRead)
-		return v.claim, v.exposed, res.Err
-	case <-ctx.Done():
-		return kube.Claim{}, nil, ctx.Err()
-	}
+func (r *Registry) readClaim(ctx context.Context, ref readgate.Ref, fresh bool) (claimRead, error) {
+	c, exposed, err := r.store.Exposed(ctx, ref.Namespace, ref.Name, fresh)
+	return claimRead{claim: c, exposed: exposed}, err
 }
 
 // serve checks the token and the caller against the claim's record, then proxies.
@@ -362,6 +307,21 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, p
 		http.Error(w, e.Error(), http.StatusForbidden)
 		return
 	}
+	r.mu.Lock()
+	limits := r.limits
+	r.mu.Unlock()
+	streaming, err := limits.Stream.Take(req.Context())
+	if err != nil {
+		tooMany(w, err)
+		return
+	}
+	defer streaming()
+	checking, err := limits.Check.Take(req.Context())
+	if err != nil {
+		tooMany(w, err)
+		return
+	}
+	defer checking()
 	th := token.Hash(tok)
 	c, e, err := r.authorize(req.Context(), k, th)
 	if err != nil && !errors.Is(err, kube.ErrNotFound) {
@@ -377,6 +337,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, p
 		http.Error(w, "reaching the sandbox: "+err.Error(), http.StatusBadGateway)
 		return
 	}
+	checking() // checked: from here on only the stream's place is held
 	ctx, cancel := context.WithCancel(req.Context())
 	defer cancel()
 	o := &openRequest{key: k, tokenHash: th, cancel: cancel}
@@ -389,6 +350,13 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, p
 		r.mu.Unlock()
 	}()
 	proxy(ep, k.port, path).ServeHTTP(w, req.WithContext(ctx))
+}
+
+// tooMany refuses a request past one of the caller's caps; the places come back as soon as
+// the caller's other calls and requests end.
+func tooMany(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, err.Error(), http.StatusTooManyRequests)
 }
 
 func proxy(ep conn.PortEndpoint, port int, path string) *httputil.ReverseProxy {

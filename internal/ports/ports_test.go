@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/readgate"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/token"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -412,7 +412,7 @@ func TestServeRefusesControlPorts(t *testing.T) {
 }
 
 // A flood of wrong tokens, or of a name with no claim, costs one API read per claim per
-// readFor, not one per request; a URL the cache knows keeps working through it.
+// readgate.ReadFor, not one per request; a URL the cache knows keeps working through it.
 func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
 	const requests = 300
 	for _, tc := range []struct {
@@ -420,7 +420,7 @@ func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
 		claim         string
 		cacheBypassed bool
 		workers       int // sending the flood at once
-		maxReads      int // for the whole flood, and as many again after readFor
+		maxReads      int // for the whole flood, and as many again after ReadFor
 	}{
 		{"wrong token of an exposed port", "c7", false, 1, 1},
 		{"claim that is not there", "c8", false, 1, 1},
@@ -432,7 +432,7 @@ func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
 			r, _, store := setup(t)
 			base := serveHTTP(t, r)
 			clock := clocktesting.NewFakeClock(time.Now())
-			r.apiReads = utilcache.NewLRUExpireCacheWithClock(maxReads, clock)
+			r.gate = readgate.NewWithClock(r.readClaim, clock)
 			good, err := r.Expose(context.Background(), "alice", "ns", "c7", 8080)
 			if err != nil {
 				t.Fatal(err)
@@ -472,7 +472,7 @@ func TestWrongTokensCostOneReadPerClaim(t *testing.T) {
 			store.mu.Lock()
 			store.apiReads = 0
 			store.mu.Unlock()
-			clock.Step(readFor + time.Millisecond)
+			clock.Step(readgate.ReadFor + time.Millisecond)
 			get(t, wrong+"wrong-again/")
 			if n := reads(); n == 0 || n > tc.maxReads {
 				t.Errorf("after readFor: %d API reads, want 1 to %d", n, tc.maxReads)

@@ -48,6 +48,7 @@ type Sessions struct {
 	mu           sync.Mutex
 	live         map[string]*session
 	perPrincipal map[string]int // live sessions plus reservations, by principal
+	streams      map[string]int // open streams (streams.go), by principal
 	total        int
 	closed       bool
 	nextKey      uint64
@@ -71,7 +72,7 @@ type session struct {
 func NewSessions(o SessionOptions) *Sessions {
 	set := o.Settings.withDefaults()
 	return &Sessions{set: set, bodies: newInFlight(set), idleTTL: o.IdleTTL, log: o.Log, onEnd: o.OnEnd,
-		release: o.ReleasesSandboxes, now: time.Now, live: map[string]*session{}, perPrincipal: map[string]int{}}
+		release: o.ReleasesSandboxes, now: time.Now, live: map[string]*session{}, perPrincipal: map[string]int{}, streams: map[string]int{}}
 }
 
 func principalOf(ctx context.Context) string {
@@ -182,27 +183,6 @@ func (s *Sessions) enter(id, principal string, used bool) (leave func(), ok bool
 		defer s.mu.Unlock()
 		e.posts--
 		e.lastSeen = s.now()
-	}, true
-}
-
-// stream records a GET stream of principal in session id; the session's end cancels it.
-func (s *Sessions) stream(ctx context.Context, id, principal string) (context.Context, func(), bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.live[id]
-	if e == nil || e.principal != principal {
-		return ctx, nil, false
-	}
-	e.lastSeen = s.now()
-	ctx, cancel := context.WithCancel(ctx)
-	s.nextKey++
-	k := s.nextKey
-	e.streams[k] = cancel
-	return ctx, func() {
-		cancel()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(e.streams, k)
 	}, true
 }
 

@@ -53,24 +53,33 @@ func (s *Sessions) guard(next http.Handler) http.Handler {
 				return
 			}
 			if r.Method == http.MethodGet && id != "" {
-				ctx, done, ok := s.stream(r.Context(), id, principal)
-				if !ok {
-					writeJSON(w, http.StatusNotFound, map[string]string{"error": "session not found"})
+				ctx, done, no := s.stream(r.Context(), id, principal)
+				if no != nil {
+					no.writePlain(w)
 					return
 				}
 				defer done()
 				r = r.WithContext(ctx)
 			}
 		case http.MethodPost:
-			if isModern(r) {
-				break // 2026-07-28: no sessions
-			}
 			var msg struct {
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
 			}
 			body := bodyOf(r)
 			_ = json.Unmarshal(body, &msg) // mcp-go answers a malformed body
+			// 2026-07-28: no sessions; a subscriptions/listen request is a stream.
+			if isModern(r) {
+				if msg.Method == string(mcp.MethodSubscriptionsListen) {
+					done, no := s.listen(principal)
+					if no != nil {
+						no.write(w, msg.ID)
+						return
+					}
+					defer done()
+				}
+				break
+			}
 			if msg.Method == "initialize" {
 				if int64(len(body)) > s.set.MaxInitializeBytes {
 					writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": tooLarge(s.set.MaxInitializeBytes, initializeHint)})
@@ -146,11 +155,15 @@ func (no *refusal) write(w http.ResponseWriter, id json.RawMessage) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
+	no.header(w)
+	writeJSON(w, no.status, map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": sessionRefused, "message": no.message}})
+}
+
+func (no *refusal) header(w http.ResponseWriter) {
 	if no.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(no.retryAfter))))
 	}
-	writeJSON(w, no.status, map[string]any{"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": sessionRefused, "message": no.message}})
 }
 
 // sessionRefused is the JSON-RPC error code of a refused session (implementation-defined range).

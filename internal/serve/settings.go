@@ -20,6 +20,7 @@ const (
 
 	VarMaxSessions             = "K8S_SANDBOX_HTTP__MAX_SESSIONS"
 	VarMaxSessionsPerPrincipal = "K8S_SANDBOX_HTTP__MAX_SESSIONS_PER_PRINCIPAL"
+	VarMaxStreamsPerPrincipal  = "K8S_SANDBOX_HTTP__MAX_STREAMS_PER_PRINCIPAL"
 	VarUnusedSessionTTL        = "K8S_SANDBOX_HTTP__UNUSED_SESSION_TTL"
 	VarMaxInitializeBytes      = "K8S_SANDBOX_HTTP__MAX_INITIALIZE_BYTES"
 	VarPublicURL               = "K8S_SANDBOX_HTTP__PUBLIC_URL"
@@ -30,7 +31,7 @@ const (
 func Variables() []string {
 	return []string{VarAllowedOrigins, VarMaxBodyBytes, VarMaxConcurrentCalls, VarReadTimeout,
 		VarMaxBodyBytesInFlight, VarMaxBodyBytesInFlightPerPrincipal,
-		VarMaxSessions, VarMaxSessionsPerPrincipal, VarUnusedSessionTTL, VarMaxInitializeBytes, VarPublicURL, VarDrainSeconds}
+		VarMaxSessions, VarMaxSessionsPerPrincipal, VarMaxStreamsPerPrincipal, VarUnusedSessionTTL, VarMaxInitializeBytes, VarPublicURL, VarDrainSeconds}
 }
 
 // HTTPSettings harden the HTTP transport. Zero fields take the defaults.
@@ -55,6 +56,9 @@ type HTTPSettings struct {
 	// session holds transport state and what its client sent in initialize.
 	MaxSessions             int
 	MaxSessionsPerPrincipal int
+	// MaxStreamsPerPrincipal caps the streams a principal holds open (default 64): standalone
+	// GET streams, one per session, and 2026-07-28 subscriptions/listen requests. See streams.go.
+	MaxStreamsPerPrincipal int
 	// UnusedSessionTTL ends a session that made no call (anything beyond initialize,
 	// notifications/initialized and ping) this long after it opened (default 60 s), sooner
 	// than the idle TTL.
@@ -94,6 +98,9 @@ func (s HTTPSettings) withDefaults() HTTPSettings {
 	}
 	if s.MaxSessionsPerPrincipal <= 0 {
 		s.MaxSessionsPerPrincipal = 64
+	}
+	if s.MaxStreamsPerPrincipal <= 0 {
+		s.MaxStreamsPerPrincipal = 64
 	}
 	if s.UnusedSessionTTL <= 0 {
 		s.UnusedSessionTTL = 60 * time.Second
@@ -155,6 +162,10 @@ func LoadHTTPSettings(vars map[string]string) (HTTPSettings, error) {
 		return HTTPSettings{}, err
 	}
 	s.MaxSessionsPerPrincipal = int(n)
+	if n, err = integer(VarMaxStreamsPerPrincipal, 1, 1_000_000); err != nil {
+		return HTTPSettings{}, err
+	}
+	s.MaxStreamsPerPrincipal = int(n)
 	if n, err = integer(VarUnusedSessionTTL, 1, 86400); err != nil {
 		return HTTPSettings{}, err
 	}

@@ -32,6 +32,7 @@ type Metrics struct {
 	createWait   prometheus.Histogram
 	output       *prometheus.CounterVec
 	authFailures *prometheus.CounterVec
+	apiRequests  *prometheus.CounterVec
 }
 
 // New registers the metrics, plus the Go runtime's and the process's.
@@ -54,10 +55,18 @@ func New() *Metrics {
 			Help: "Characters of command output: seen (what the command printed) and returned (what the budget let through)."}, []string{"kind"}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "auth_failures_total",
 			Help: "HTTP requests refused by authentication, by reason (missing, invalid, unavailable)."}, []string{"reason"}),
+		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "api_requests_total",
+			Help: "Requests this server sent to the Kubernetes API server, by HTTP method and status code."}, []string{"method", "code"}),
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.created, m.deleted, m.createWait, m.output, m.authFailures,
+	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.created, m.deleted, m.createWait, m.output, m.authFailures, m.apiRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// APITransport wraps the Kubernetes client's transport so its requests are counted: what a
+// flood of requests through the server costs the API server shows on /metrics.
+func (m *Metrics) APITransport(rt http.RoundTripper) http.RoundTripper {
+	return promhttp.InstrumentRoundTripperCounter(m.apiRequests, rt)
 }
 
 // Gauge registers a gauge read when scraped (sessions, watched namespaces).

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +73,21 @@ type fakeSandbox struct {
 	mu        sync.Mutex
 	files     map[string]fakeFile
 	failAfter int64 // a download fails after this many bytes (0: never)
+	// dir is the working directory Exec runs commands in with the real /bin/sh, so the
+	// special-file check meets real FIFOs; the files above are not in it.
+	dir string
+}
+
+func (f *fakeSandbox) Exec(ctx context.Context, _ conn.Target, req conn.ExecRequest) (conn.ExecResult, error) {
+	cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = f.dir, req.Stdout, req.Stderr
+	var exit *exec.ExitError
+	if err := cmd.Run(); errors.As(err, &exit) {
+		return conn.ExecResult{ExitCode: exit.ExitCode()}, nil
+	} else if err != nil {
+		return conn.ExecResult{}, err
+	}
+	return conn.ExecResult{}, nil
 }
 
 func (f *fakeSandbox) Upload(_ context.Context, t conn.Target, path string, r io.Reader) (int64, error) {
@@ -140,7 +156,7 @@ func newEnv(t *testing.T, maxBytes int64) *env {
 		t.Fatal(err)
 	}
 	kc := kube.NewFromClients(ext, core, dynfake.NewSimpleDynamicClient(runtime.NewScheme()), ownerKey)
-	sb := &fakeSandbox{files: map[string]fakeFile{}}
+	sb := &fakeSandbox{files: map[string]fakeFile{}, dir: t.TempDir()}
 	reg := New(kc, sb, principalOf, maxBytes, zerolog.Nop())
 	mux := http.NewServeMux()
 	mux.Handle(PathPrefix, asPrincipal(reg.Handler()))

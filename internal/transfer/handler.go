@@ -9,10 +9,12 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/readgate"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/token"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -20,6 +22,9 @@ import (
 // gone is the one answer for a URL that cannot be used, whatever the reason (used, expired,
 // never handed out, its sandbox deleted, another principal's), so that a guess learns nothing.
 const gone = "this transfer URL was used, expired, or never existed: call create_transfer_url again"
+
+// errNotRegular is a download of a FIFO, socket or device.
+var errNotRegular = errors.New("not a regular file")
 
 // errNotYours refuses another principal's request; it is answered as gone.
 var errNotYours = errors.New("another principal's transfer URL")
@@ -58,9 +63,33 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, r.tooLarge(req.ContentLength), http.StatusRequestEntityTooLarge)
 		return
 	}
+	r.mu.Lock()
+	limits := r.limits
+	r.mu.Unlock()
+	streaming, err := limits.Stream.Take(req.Context())
+	if err != nil {
+		tooMany(w, err)
+		return
+	}
+	defer streaming()
+	checking, err := limits.Check.Take(req.Context())
+	if err != nil {
+		tooMany(w, err)
+		return
+	}
+	defer checking()
 	principal := r.principal(req.Context())
+	th := token.Hash(parts[2])
 	ctx, cancel := context.WithTimeout(req.Context(), consumeWithin)
-	claim, g, err := r.store.ConsumeTransfer(ctx, parts[0], parts[1], token.Hash(parts[2]), func(g kube.TransferGrant) error {
+	defer cancel()
+	has := func(gs []kube.TransferGrant) bool {
+		return slices.ContainsFunc(gs, func(g kube.TransferGrant) bool { return g.TokenHash == th })
+	}
+	if grants, err := r.gate.Check(ctx, readgate.Ref{Namespace: parts[0], Name: parts[1]}, has); errors.Is(err, kube.ErrNotFound) || err == nil && !has(grants) {
+		http.Error(w, gone, http.StatusNotFound)
+		return
+	}
+	claim, g, err := r.store.ConsumeTransfer(ctx, parts[0], parts[1], th, func(g kube.TransferGrant) error {
 		if g.Principal != principal {
 			return errNotYours
 		}
@@ -91,6 +120,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "looking up the transfer on its sandbox: "+err.Error()+"; try the URL again", http.StatusBadGateway)
 		return
 	}
+	checking() // spent: from here on only the stream's place is held
 	log := r.log.With().Str("namespace", claim.Namespace).Str("claim", claim.Name).Str("direction", g.Direction).Str("path", g.Path).Logger()
 	start := time.Now()
 	var n int64
@@ -100,6 +130,12 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		n, err = r.download(w, req, claim, g)
 	}
 	log.Info().Err(err).Int64("bytes", n).Dur("took", time.Since(start)).Msg("transfer")
+}
+
+// tooMany refuses a request past one of the caller's caps, before its URL is spent.
+func tooMany(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, err.Error()+"; the URL is not spent", http.StatusTooManyRequests)
 }
 
 // upload streams the request body into the sandbox file, at most maxBytes of it.
@@ -124,6 +160,12 @@ func (r *Registry) upload(w http.ResponseWriter, req *http.Request, claim kube.C
 // can no longer change the status: the response is aborted, so the client sees a broken
 // transfer instead of a complete-looking short file.
 func (r *Registry) download(w http.ResponseWriter, req *http.Request, claim kube.Claim, g kube.TransferGrant) (int64, error) {
+	if r.special(req.Context(), target(claim), g.Path) {
+		http.Error(w, fmt.Sprintf("%s in the sandbox is not a regular file (a FIFO, socket or device), and a transfer URL "+
+			"downloads regular files only; the URL is spent: copy the data into a regular file, then call create_transfer_url "+
+			"again", g.Path), http.StatusUnprocessableEntity)
+		return 0, errNotRegular
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(g.Path)}))

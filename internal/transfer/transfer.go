@@ -32,6 +32,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/readgate"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/token"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -72,14 +73,18 @@ var ErrNoUploads = errors.New("this server hands out no upload URLs: its operato
 type Store interface {
 	GrantTransfer(ctx context.Context, namespace, name, owner string, g kube.TransferGrant) error
 	ConsumeTransfer(ctx context.Context, namespace, name, tokenHash string, accept func(kube.TransferGrant) error) (kube.Claim, kube.TransferGrant, error)
+	// Transfers reads a claim's live grants, from the watch cache unless fresh.
+	Transfers(ctx context.Context, namespace, name string, fresh bool) ([]kube.TransferGrant, error)
 }
 
 // Streamer moves one file's bytes to or from a sandbox without holding them (the streaming
 // conn.Conn). Upload reads r to its end or its first error; Download fails with
-// conn.ErrTooLarge past maxBytes, ideally before writing anything.
+// conn.ErrTooLarge past maxBytes, ideally before writing anything. Exec runs the check that a
+// download is a regular file (regular.go).
 type Streamer interface {
 	Upload(ctx context.Context, t conn.Target, path string, r io.Reader) (int64, error)
 	Download(ctx context.Context, t conn.Target, path string, w io.Writer, maxBytes int64) (int64, error)
+	Exec(ctx context.Context, t conn.Target, req conn.ExecRequest) (conn.ExecResult, error)
 }
 
 // Registry hands out transfer URLs and serves them.
@@ -91,9 +96,14 @@ type Registry struct {
 	log       zerolog.Logger
 	now       func() time.Time
 	noUploads bool // WithoutUploads
+	// gate refuses a token its claim's grants lack before ConsumeTransfer reads the API: a
+	// flood of wrong tokens or unknown claims costs one API read per claim per
+	// readgate.ReadFor, as /ports does.
+	gate *readgate.Gate[[]kube.TransferGrant]
 
-	mu   sync.Mutex
-	base string // the server's URL; "": not serving HTTP, so no URLs
+	mu     sync.Mutex
+	base   string          // the server's URL; "": not serving HTTP, so no URLs
+	limits readgate.Limits // the caller's caps (SetLimits)
 }
 
 // Option changes what New makes.
@@ -116,6 +126,9 @@ func New(store Store, streamer Streamer, principal func(context.Context) string,
 	for _, o := range opts {
 		o(r)
 	}
+	r.gate = readgate.New(func(ctx context.Context, ref readgate.Ref, fresh bool) ([]kube.TransferGrant, error) {
+		return store.Transfers(ctx, ref.Namespace, ref.Name, fresh)
+	})
 	return r
 }
 
@@ -124,6 +137,13 @@ func (r *Registry) SetBase(base string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.base = strings.TrimSuffix(base, "/")
+}
+
+// SetLimits holds later requests through transfer URLs to the caller's caps.
+func (r *Registry) SetLimits(l readgate.Limits) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.limits = l
 }
 
 // Create grants the caller (the principal in ctx) one transfer of path on the owner's claim
@@ -155,6 +175,7 @@ func (r *Registry) Create(ctx context.Context, owner, namespace, claim, path, di
 	if err := r.store.GrantTransfer(ctx, namespace, claim, owner, g); err != nil {
 		return "", time.Time{}, err
 	}
+	r.gate.Forget(readgate.Ref{Namespace: namespace, Name: claim}) // what it read lacks this grant
 	return base + PathPrefix + url.PathEscape(namespace) + "/" + url.PathEscape(claim) + "/" + tok, at, nil
 }
 

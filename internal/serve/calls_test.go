@@ -38,7 +38,7 @@ func TestConcurrencyLimitPerPrincipal(t *testing.T) {
 	}
 
 	got := alice.call("whoami", nil)
-	want := "too many concurrent calls for this principal (limit 2); wait for one to finish"
+	want := "too many concurrent calls for this principal (limit 2, K8S_SANDBOX_HTTP__MAX_CONCURRENT_CALLS; tool calls and requests through /ports and /transfer URLs count alike); wait for one to finish"
 	if got.status != http.StatusOK || !got.isError || got.text != want {
 		t.Errorf("third call for alice: %+v", got)
 	}
@@ -102,5 +102,44 @@ func TestLimitConcurrencyUnit(t *testing.T) {
 		if refused != tc.refused {
 			t.Errorf("n=%d: %d refused, want %d", tc.n, refused, tc.refused)
 		}
+	}
+}
+
+// Issue 43.5: requests through /ports and /transfer URLs take their check's place from the same
+// cap as the principal's tool calls, and another principal's are not bound by them.
+func TestCallLimitSharedWithURLs(t *testing.T) {
+	l := NewCallLimit(2)
+	alice := auth.WithPrincipal(context.Background(), auth.Static("alice"))
+	bob := auth.WithPrincipal(context.Background(), auth.Static("bob"))
+	var releases []func()
+	for range 2 {
+		release, err := l.Admit(alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
+	}
+	if _, err := l.Admit(alice); err == nil {
+		t.Fatal("a third request of alice was admitted")
+	}
+	call := l.Tools(CallerKey)(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ran"), nil
+	})
+	if res, _ := call(alice, mcp.CallToolRequest{}); !res.IsError {
+		t.Error("alice's tool call ran past her cap")
+	}
+	if res, _ := call(bob, mcp.CallToolRequest{}); res.IsError {
+		t.Error("bob's tool call was refused for alice's requests")
+	}
+	releases[0]()
+	releases[0]() // a second release gives nothing more back
+	if res, _ := call(alice, mcp.CallToolRequest{}); res.IsError {
+		t.Error("alice's tool call after a request ended was refused")
+	}
+	if _, err := l.Admit(alice); err != nil {
+		t.Errorf("after one release: %v", err)
+	}
+	if _, err := l.Admit(alice); err == nil {
+		t.Error("a second release gave a place back")
 	}
 }
