@@ -26,11 +26,12 @@ var (
 // and these scripts pack or unpack it there with tar.
 
 // packScript: $1 directory, $2 temporary file name. Answers "OK <bytes>", NOTFOUND or NOTDIR.
-const packScript = prelude + `res "$1"; d=$R; tmp="$base/$2"
-[ -e "$d" ] || { echo NOTFOUND; exit 0; }
-[ -d "$d" ] || { echo NOTDIR; exit 0; }
+// tar packs "." of the directory entered (GNU tar opens what it packs with openat and
+// O_NOFOLLOW), never the directory's path.
+const packScript = prelude + `tmp="$base/$2"
+enter "$1" || { at "$1"; [ "$N" != . ] && [ -e "$N" ] && { echo NOTDIR; exit 0; }; echo NOTFOUND; exit 0; }
 # Exit 1 is "file changed as we read it" (a log being written): the archive is still whole.
-tar -czf "$tmp" --exclude="$2" -C "$d" .; [ $? -le 1 ] || { rm -f "$tmp"; exit 1; }
+tar -czf "$tmp" --exclude="$2" .; [ $? -le 1 ] || { rm -f "$tmp"; exit 1; }
 echo "OK $(wc -c < "$tmp")"`
 
 // partialDir sets w, where $1 unpacks before it moves into $d: inside an existing
