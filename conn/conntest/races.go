@@ -63,6 +63,18 @@ func testSwappedForLink(t *testing.T, newConn NewConn) {
 			}
 			return e.mustScript(`tar -xzOf "$1"; rm -f "$1"`, tmp), nil
 		}},
+		{"unpack into", []string{"tar"}, func(e env, fs workspace.FS) (string, error) {
+			tmp, _ := workspace.TempName()
+			e.upload(tmp, archiveOf(e.t, true, [2]string{"new.txt", "n\n"}, [2]string{"sub/", ""}, [2]string{"sub/x", "x\n"}))
+			_, err := fs.Unpack(e.ctx(), e.tg, tmp, "d")
+			return "", err
+		}},
+		{"unpack into a new directory", []string{"tar"}, func(e env, fs workspace.FS) (string, error) {
+			tmp, _ := workspace.TempName()
+			e.upload(tmp, archiveOf(e.t, false, [2]string{"new.txt", "n\n"}))
+			_, err := fs.Unpack(e.ctx(), e.tg, tmp, "d/a/b")
+			return "", err
+		}},
 		{"mkdir", []string{"mkdir"}, func(e env, fs workspace.FS) (string, error) {
 			return "", fs.MakeDir(e.ctx(), e.tg, "d/new/deeper")
 		}},

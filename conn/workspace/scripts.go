@@ -16,11 +16,11 @@ package workspace
 // time. A script that needs two directories holds the first as a descriptor (exec 4<.) and
 // names into it through /proc/self/fd/4, which the kernel resolves to that directory, not
 // to a path. A path that does not exist is still refused if it would lead out (gone), so
-// that a model hears DENIED, not "not found", for ../../etc. res (resolve a path, following
-// every link) is left for unpackScript alone.
+// that a model hears DENIED, not "not found", for ../../etc.
 const prelude = `unset CDPATH
 base=$(pwd -P)
-inside() { [ "$base" = / ] && return 0; case "$1" in "$base"|"$base"/*) return 0;; esac; echo "DENIED"; exit 0; }
+inbase() { [ "$base" = / ] && return 0; case "$1" in "$base"|"$base"/*) return 0;; esac; return 1; }
+inside() { inbase "$1" || { echo "DENIED"; exit 0; }; }
 here() { H=$(pwd -P) || exit 1; inside "$H"; }
 rel() { p=$1; while :; do case "$p" in /*) p=${p#/};; */) p=${p%/};; *) break;; esac; done; [ -n "$p" ] || p=.; }
 enter() { rel "$1"; cd -P -- "$base" || exit 1; cd -P -- "$p" 2>/dev/null || { gone; return 1; }; here; }
@@ -38,7 +38,6 @@ mkenter() { rel "$1"; cd -P -- "$base" || exit 1; set -f; o=$IFS; IFS=/
   done; IFS=$o; set +f; }
 open3() { { command exec 3<"./$1"; } 2>/dev/null || { echo NOTFOUND; exit 0; }
   F=$(readlink /proc/self/fd/3) || { echo DENIED; exit 0; }; inside "$F"; }
-res() { p=${1#/}; [ -n "$p" ] || p=.; R=$(realpath -m -- "$base/$p") || { echo DENIED; exit 0; }; inside "$R"; }
 `
 
 // readScript: $1 path, $2 first line (1-based), $3 line count, $4 bytes kept of a line, $5
