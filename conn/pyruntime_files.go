@@ -3,6 +3,7 @@ package conn
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -192,11 +193,82 @@ func (p *pyConn) List(ctx context.Context, t Target, dir string, maxEntries int)
 		}
 		return Listing{}, fmt.Errorf("%s: %w (HTTP 404: %s)", op, ErrNotFound, msg)
 	}
+	if resp.StatusCode == http.StatusInternalServerError {
+		// The runtime stats every entry following links, and one link that leads nowhere
+		// fails the whole listing: list through /execute instead, without following.
+		return p.listByExec(ctx, t, op, dir, maxEntries)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return Listing{}, statusError(op, resp)
 	}
 	return decodeRuntimeListing(op, resp.Body, maxEntries)
 }
+
+// listScript lists the directory $1 as the runtime's /list does ([{name,size,type,mod_time}],
+// links followed), but a link it cannot follow is listed as itself, type "symlink". The
+// directory is opened first and checked where it is (/proc/self/fd), then listed through
+// that descriptor, so a swap of a directory on the path cannot make it list another one.
+// Exit 3: outside the working directory; 4: not found; 5: not a directory.
+const listScript = `import json, os, stat, sys
+base = os.path.realpath(os.getcwd())
+try: fd = os.open(sys.argv[1].lstrip("/") or ".", os.O_RDONLY | os.O_DIRECTORY)
+except FileNotFoundError: sys.exit(4)
+except NotADirectoryError: sys.exit(5)
+real = os.readlink("/proc/self/fd/%d" % fd)
+if base != "/" and real != base and not real.startswith(base + "/"): sys.exit(3)
+out = []
+with os.scandir(fd) as it:
+    for e in it:
+        try:
+            st = e.stat(); typ = "directory" if stat.S_ISDIR(st.st_mode) else "file"
+        except OSError:
+            st = e.stat(follow_symlinks=False); typ = "symlink"
+        out.append({"name": e.name, "size": st.st_size, "type": typ, "mod_time": st.st_mtime})
+json.dump(out, sys.stdout)
+`
+
+// listByExec lists dir with listScript, streaming its output into the listing decoder.
+func (p *pyConn) listByExec(ctx context.Context, t Target, op, dir string, maxEntries int) (Listing, error) {
+	resp, _, err := p.post(ctx, t, shJoin([]string{"python3", "-c", listScript, dir}), 0)
+	if err != nil {
+		return Listing{}, err
+	}
+	defer resp.Body.Close()
+	pr, pw := io.Pipe()
+	stderr := &LimitedBuffer{Max: 4 << 10}
+	var code *int
+	done := make(chan error, 1)
+	go func() {
+		c, err := decodeExecStream(resp.Body, pw, stderr)
+		code = c
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	l, lerr := decodeRuntimeListing(op, pr, maxEntries)
+	pr.CloseWithError(errListed) // a writer still writing (a listing cut short) ends
+	if err := <-done; err != nil {
+		if lerr != nil {
+			return Listing{}, lerr
+		}
+		return Listing{}, fmt.Errorf("%s: %w", op, err)
+	}
+	switch {
+	case code == nil:
+		return Listing{}, fmt.Errorf("%s: the listing ended without an exit code", op)
+	case *code == 3:
+		return Listing{}, fmt.Errorf("%s: %w (it leaves the sandbox's working directory)", op, ErrDenied)
+	case *code == 4:
+		return Listing{}, fmt.Errorf("%s: %w", op, ErrNotFound)
+	case *code == 5:
+		return Listing{}, fmt.Errorf("%s: %w", op, ErrNotDir)
+	case *code != 0:
+		return Listing{}, fmt.Errorf("%s: listing through python3 failed (exit code %d): %s", op, *code, scrubPaths(strings.TrimSpace(stderr.String())))
+	}
+	return l, lerr
+}
+
+// errListed ends listByExec's pipe once the listing is decoded.
+var errListed = errors.New("listed")
 
 func (p *pyConn) Exists(ctx context.Context, t Target, file string) (bool, error) {
 	op := fmt.Sprintf("exists %q", file)
