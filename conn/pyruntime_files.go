@@ -106,19 +106,23 @@ func formFraming(name string) (head, tail []byte, contentType string, err error)
 // mkdirScript creates the directory $1 one segment at a time under the working directory,
 // refusing any existing segment that resolves outside it (a symlink such as `root -> /`).
 // `mkdir -p` would follow such a link and create directories anywhere the sandbox user may.
+// As the workspace scripts do, it enters each directory (cd -P) and checks where it landed
+// before making the next one in it, so a directory swapped for a link meanwhile cannot lead
+// the next mkdir out.
 const mkdirScript = `set -f
 base=$(pwd -P) || exit 1
-cur=.
 IFS=/
 for seg in $1; do
-  cur=$cur/$seg
-  if [ -e "$cur" ] || [ -L "$cur" ]; then
-    real=$(realpath -e -- "$cur" 2>/dev/null) || { echo "dangling link" >&2; exit 3; }
-    case $real in "$base"|"$base"/*) ;; *) echo "outside the working directory" >&2; exit 3 ;; esac
-    [ -d "$cur" ] || { echo "not a directory" >&2; exit 4; }
+  [ -n "$seg" ] || continue
+  if [ -e "$seg" ] || [ -L "$seg" ]; then
+    [ -e "$seg" ] || { echo "dangling link" >&2; exit 3; }
+    [ -d "$seg" ] || { echo "not a directory" >&2; exit 4; }
   else
-    mkdir -- "$cur" || exit 1
+    mkdir -- "$seg" || [ -d "$seg" ] || exit 1
   fi
+  cd -P -- "$seg" || exit 1
+  real=$(pwd -P) || exit 1
+  case $real in "$base"|"$base"/*) ;; *) echo "outside the working directory" >&2; exit 3 ;; esac
 done`
 
 // mkdirAll creates dir (relative to the runtime's base directory) through /execute, only
