@@ -200,7 +200,12 @@ func (p *pyConn) List(ctx context.Context, t Target, dir string, maxEntries int)
 	if resp.StatusCode == http.StatusInternalServerError {
 		// The runtime stats every entry following links, and one link that leads nowhere
 		// fails the whole listing: list through /execute instead, without following.
-		return p.listByExec(ctx, t, op, dir, maxEntries)
+		listErr := statusError(op, resp)
+		l, err := p.listByExec(ctx, t, op, dir, maxEntries)
+		if err != nil && !errors.Is(err, ErrDenied) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNotDir) {
+			return Listing{}, fmt.Errorf("%w (listing through python3 instead failed too: %v)", listErr, err)
+		}
+		return l, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return Listing{}, statusError(op, resp)

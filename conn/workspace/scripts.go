@@ -249,8 +249,11 @@ def claim():
         except FileExistsError: done("EXISTS")
         os.unlink(src)
     done("OK")
-nr = {"x86_64": 316, "amd64": 316, "aarch64": 276, "arm64": 276, "riscv64": 276, "loongarch64": 276,
-      "ppc64le": 357, "ppc64": 357, "s390x": 347, "i386": 353, "i686": 353, "armv7l": 382, "armv8l": 382}.get(platform.machine())
+# The number is that of the process ABI: a 32-bit python on a 64-bit kernel uses the 32-bit table.
+wide = ctypes.sizeof(ctypes.c_void_p) == 8
+nr = {"x86_64": 316 if wide else 353, "amd64": 316 if wide else 353, "i386": 353, "i686": 353,
+      "aarch64": 276 if wide else 382, "arm64": 276 if wide else 382, "armv7l": 382, "armv8l": 382,
+      "riscv64": 276, "loongarch64": 276, "ppc64le": 357, "ppc64": 357, "s390x": 347}.get(platform.machine())
 if nr is None: claim()
 libc = ctypes.CDLL(None, use_errno=True)
 RENAME_NOREPLACE, AT_FDCWD = 1, -100
