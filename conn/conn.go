@@ -45,7 +45,8 @@ type ExecResult struct {
 	ExitCode int
 }
 
-// Entry is one directory entry. Type is "file" or "directory"; ModTime is POSIX seconds.
+// Entry is one directory entry. Type is "file" or "directory", or on the python runtime "symlink" for a
+// link that leads nowhere; ModTime is POSIX seconds.
 type Entry struct {
 	Name    string  `json:"name"`
 	Size    int64   `json:"size"`

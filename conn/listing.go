@@ -12,6 +12,7 @@ import (
 // hundred thousand entries costs the memory of max entries, not of the whole listing.
 type collector struct {
 	max     int
+	links   bool // keep "symlink" entries (a link the listing could not follow)
 	listing Listing
 }
 
@@ -23,8 +24,8 @@ func newCollector(max int) *collector {
 }
 
 func (c *collector) add(e Entry) {
-	if e.Type != "file" && e.Type != "directory" {
-		return // symlinks and sockets are not part of the contract
+	if e.Type != "file" && e.Type != "directory" && (!c.links || e.Type != "symlink") {
+		return // sockets and other types are not part of the contract
 	}
 	c.listing.Total++
 	if len(c.listing.Entries) < c.max {
@@ -56,9 +57,11 @@ func decodeArray[T any](dec *json.Decoder, each func(T)) error {
 	return err
 }
 
-// decodeRuntimeListing reads a python-runtime /list body: [{name,size,type,mod_time}].
+// decodeRuntimeListing reads a python-runtime /list body: [{name,size,type,mod_time}], or
+// listScript's, which also has "symlink" for a link that leads nowhere.
 func decodeRuntimeListing(op string, r io.Reader, maxEntries int) (Listing, error) {
 	c := newCollector(maxEntries)
+	c.links = true
 	dec := json.NewDecoder(&capReader{r: r, n: maxListingBody})
 	if err := decodeArray(dec, c.add); err != nil {
 		return Listing{}, listingError(op, err)

@@ -3,6 +3,7 @@ package conn
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -105,19 +106,23 @@ func formFraming(name string) (head, tail []byte, contentType string, err error)
 // mkdirScript creates the directory $1 one segment at a time under the working directory,
 // refusing any existing segment that resolves outside it (a symlink such as `root -> /`).
 // `mkdir -p` would follow such a link and create directories anywhere the sandbox user may.
+// As the workspace scripts do, it enters each directory (cd -P) and checks where it landed
+// before making the next one in it, so a directory swapped for a link meanwhile cannot lead
+// the next mkdir out.
 const mkdirScript = `set -f
 base=$(pwd -P) || exit 1
-cur=.
 IFS=/
 for seg in $1; do
-  cur=$cur/$seg
-  if [ -e "$cur" ] || [ -L "$cur" ]; then
-    real=$(realpath -e -- "$cur" 2>/dev/null) || { echo "dangling link" >&2; exit 3; }
-    case $real in "$base"|"$base"/*) ;; *) echo "outside the working directory" >&2; exit 3 ;; esac
-    [ -d "$cur" ] || { echo "not a directory" >&2; exit 4; }
+  [ -n "$seg" ] || continue
+  if [ -e "$seg" ] || [ -L "$seg" ]; then
+    [ -e "$seg" ] || { echo "dangling link" >&2; exit 3; }
+    [ -d "$seg" ] || { echo "not a directory" >&2; exit 4; }
   else
-    mkdir -- "$cur" || exit 1
+    mkdir -- "$seg" || [ -d "$seg" ] || exit 1
   fi
+  cd -P -- "$seg" || exit 1
+  real=$(pwd -P) || exit 1
+  case $real in "$base"|"$base"/*) ;; *) echo "outside the working directory" >&2; exit 3 ;; esac
 done`
 
 // mkdirAll creates dir (relative to the runtime's base directory) through /execute, only
@@ -192,11 +197,87 @@ func (p *pyConn) List(ctx context.Context, t Target, dir string, maxEntries int)
 		}
 		return Listing{}, fmt.Errorf("%s: %w (HTTP 404: %s)", op, ErrNotFound, msg)
 	}
+	if resp.StatusCode == http.StatusInternalServerError {
+		// The runtime stats every entry following links, and one link that leads nowhere
+		// fails the whole listing: list through /execute instead, without following.
+		listErr := statusError(op, resp)
+		l, err := p.listByExec(ctx, t, op, dir, maxEntries)
+		if err != nil && !errors.Is(err, ErrDenied) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNotDir) {
+			return Listing{}, fmt.Errorf("%w (listing through python3 instead failed too: %v)", listErr, err)
+		}
+		return l, err
+	}
 	if resp.StatusCode != http.StatusOK {
 		return Listing{}, statusError(op, resp)
 	}
 	return decodeRuntimeListing(op, resp.Body, maxEntries)
 }
+
+// listScript lists the directory $1 as the runtime's /list does ([{name,size,type,mod_time}],
+// links followed), but a link it cannot follow is listed as itself, type "symlink". The
+// directory is opened first and checked where it is (/proc/self/fd), then listed through
+// that descriptor, so a swap of a directory on the path cannot make it list another one.
+// Exit 3: outside the working directory; 4: not found; 5: not a directory.
+const listScript = `import json, os, stat, sys
+base = os.path.realpath(os.getcwd())
+try: fd = os.open(sys.argv[1].lstrip("/") or ".", os.O_RDONLY | os.O_DIRECTORY)
+except FileNotFoundError: sys.exit(4)
+except NotADirectoryError: sys.exit(5)
+real = os.readlink("/proc/self/fd/%d" % fd)
+if base != "/" and real != base and not real.startswith(base + "/"): sys.exit(3)
+out = []
+with os.scandir(fd) as it:
+    for e in it:
+        try:
+            st = e.stat(); typ = "directory" if stat.S_ISDIR(st.st_mode) else "file"
+        except OSError:
+            st = e.stat(follow_symlinks=False); typ = "symlink"
+        out.append({"name": e.name, "size": st.st_size, "type": typ, "mod_time": st.st_mtime})
+json.dump(out, sys.stdout)
+`
+
+// listByExec lists dir with listScript, streaming its output into the listing decoder.
+func (p *pyConn) listByExec(ctx context.Context, t Target, op, dir string, maxEntries int) (Listing, error) {
+	resp, _, err := p.post(ctx, t, shJoin([]string{"python3", "-c", listScript, dir}), 0)
+	if err != nil {
+		return Listing{}, err
+	}
+	defer resp.Body.Close()
+	pr, pw := io.Pipe()
+	stderr := &LimitedBuffer{Max: 4 << 10}
+	var code *int
+	done := make(chan error, 1)
+	go func() {
+		c, err := decodeExecStream(resp.Body, pw, stderr)
+		code = c
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	l, lerr := decodeRuntimeListing(op, pr, maxEntries)
+	pr.CloseWithError(errListed) // a writer still writing (a listing cut short) ends
+	if err := <-done; err != nil {
+		if lerr != nil {
+			return Listing{}, lerr
+		}
+		return Listing{}, fmt.Errorf("%s: %w", op, err)
+	}
+	switch {
+	case code == nil:
+		return Listing{}, fmt.Errorf("%s: the listing ended without an exit code", op)
+	case *code == 3:
+		return Listing{}, fmt.Errorf("%s: %w (it leaves the sandbox's working directory)", op, ErrDenied)
+	case *code == 4:
+		return Listing{}, fmt.Errorf("%s: %w", op, ErrNotFound)
+	case *code == 5:
+		return Listing{}, fmt.Errorf("%s: %w", op, ErrNotDir)
+	case *code != 0:
+		return Listing{}, fmt.Errorf("%s: listing through python3 failed (exit code %d): %s", op, *code, scrubPaths(strings.TrimSpace(stderr.String())))
+	}
+	return l, lerr
+}
+
+// errListed ends listByExec's pipe once the listing is decoded.
+var errListed = errors.New("listed")
 
 func (p *pyConn) Exists(ctx context.Context, t Target, file string) (bool, error) {
 	op := fmt.Sprintf("exists %q", file)

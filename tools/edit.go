@@ -194,6 +194,8 @@ func workspaceAdvice(op string, err error) string {
 		return fmt.Sprintf("Could not %s: %v. path must be a directory.", op, err)
 	case errors.Is(err, workspace.ErrNotEmpty):
 		return fmt.Sprintf("Could not %s: %v. Pass recursive: true to remove it with everything in it.", op, err)
+	case errors.Is(err, workspace.ErrChanged):
+		return fmt.Sprintf("Could not %s: %v. Another edit or a process wrote the file at the same moment; read_file it and call edit_file again.", op, err)
 	case errors.Is(err, workspace.ErrNoPython):
 		return fmt.Sprintf("Could not %s: %v, which this sandbox's image lacks. Write the whole file with upload_file instead.", op, err)
 	}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn/workspace"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -59,5 +61,16 @@ func TestAPIAdvice(t *testing.T) {
 				t.Errorf("\n got %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWorkspaceAdviceChanged: an edit that lost a race says nothing was written and to read
+// the file and retry, not that the edit failed for good.
+func TestWorkspaceAdviceChanged(t *testing.T) {
+	msg := workspaceAdvice("edit the file", fmt.Errorf(`"f.txt": %w`, workspace.ErrChanged))
+	for _, want := range []string{"changed while it was being edited", "nothing was written", "read_file", "edit_file again"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("advice %q lacks %q", msg, want)
+		}
 	}
 }

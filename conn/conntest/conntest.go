@@ -50,6 +50,7 @@ func Run(t *testing.T, newConn NewConn) {
 		{"DownloadErrors", testDownloadErrors},
 		{"List", testList},
 		{"ListErrors", testListErrors},
+		{"ListWithDanglingLink", testListDanglingLink},
 		{"Exists", testExists},
 		{"PathsAboveTheWorkingDirectory", testPathsAbove},
 	} {

@@ -259,3 +259,30 @@ func testPathsAbove(t *testing.T, newConn NewConn) {
 		}
 	}
 }
+
+// testListDanglingLink: a link that leads nowhere does not fail its directory's listing
+// (the python runtime's /list answers 500 for it); where it is listed, it is a "symlink".
+func testListDanglingLink(t *testing.T, newConn NewConn) {
+	e := setup(t, newConn)
+	e.mustSh("mkdir d && echo x > d/f && ln -s missing d/dangling")
+	l, err := e.c.List(e.ctx(), e.tg, "d", 100)
+	if err != nil {
+		t.Fatalf("List of a directory holding a dangling link: %v", err)
+	}
+	found := false
+	for _, en := range l.Entries {
+		switch en.Name {
+		case "f":
+			found = en.Type == "file" && en.Size == 2
+		case "dangling":
+			if en.Type != "symlink" {
+				t.Errorf("the dangling link listed as %+v, want type symlink", en)
+			}
+		default:
+			t.Errorf("unexpected entry %+v", en)
+		}
+	}
+	if !found {
+		t.Errorf("f missing from %+v", l)
+	}
+}

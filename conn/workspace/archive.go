@@ -26,17 +26,25 @@ var (
 // and these scripts pack or unpack it there with tar.
 
 // packScript: $1 directory, $2 temporary file name. Answers "OK <bytes>", NOTFOUND or NOTDIR.
-const packScript = prelude + `res "$1"; d=$R; tmp="$base/$2"
-[ -e "$d" ] || { echo NOTFOUND; exit 0; }
-[ -d "$d" ] || { echo NOTDIR; exit 0; }
+// tar packs "." of the directory entered (GNU tar opens what it packs with openat and
+// O_NOFOLLOW), never the directory's path.
+const packScript = prelude + `tmp="$base/$2"
+enter "$1" || { at "$1"; [ "$N" != . ] && [ -e "$N" ] && { echo NOTDIR; exit 0; }; echo NOTFOUND; exit 0; }
 # Exit 1 is "file changed as we read it" (a log being written): the archive is still whole.
-tar -czf "$tmp" --exclude="$2" -C "$d" .; [ $? -le 1 ] || { rm -f "$tmp"; exit 1; }
+tar -czf "$tmp" --exclude="$2" .; [ $? -le 1 ] || { rm -f "$tmp"; exit 1; }
 echo "OK $(wc -c < "$tmp")"`
 
-// partialDir sets w, where $1 unpacks before it moves into $d: inside an existing
-// destination, else in its nearest existing ancestor, so that moving it into place is a
-// rename on one file system and never leaves the working directory.
-const partialDir = `p=$d; while [ ! -d "$p" ]; do p=$(dirname -- "$p"); done; w="$p/$1.partial"
+// partialDir enters the destination $2 if it exists, else its nearest existing ancestor
+// (NOTDIR if a file is in the way), and sets D ($2 relative to the working directory), P
+// (the directory entered, its real path), rest (what of D is still to be made) and w (the
+// partial directory's name in P), so that moving it into place is a rename on one file
+// system and never leaves the working directory.
+const partialDir = `rel "$2"; D=$p; q=$p; rest=
+until enter "$q"; do
+  { [ -e "$q" ] || [ -L "$q" ]; } && { echo NOTDIR; exit 0; }
+  rest=${q##*/}${rest:+/$rest}; case "$q" in */*) q=${q%/*};; *) q=.;; esac
+done
+w=$1.partial
 `
 
 // unpackScript: $1 temporary file name, $2 destination directory (created). Removes the
@@ -45,43 +53,57 @@ const partialDir = `p=$d; while [ ! -d "$p" ]; do p=$(dirname -- "$p"); done; w=
 // while extracting (disk full, permissions, an entry tar refuses) fails with tar's own
 // message. The archive unpacks into a partial directory first, which the trap removes: what
 // fails leaves nothing of the archive behind, what succeeds is renamed into place.
+//
+// As every script, it works from directories it entered (the prelude): the partial
+// directory's parent is held as descriptor 4 (the trap cleans up through it), tar extracts
+// in the partial directory once the script is in it and has checked where it is,
+// and the merge into an existing destination enters each target directory and reads each
+// source directory through a descriptor it checked (5), renaming single names.
 const unpackScript = prelude + `a="$base/$1"; trap 'rm -f "$a"' EXIT
-res "$2"; d=$R
-[ -e "$d" ] && [ ! -d "$d" ] && { echo NOTDIR; exit 0; }
-` + partialDir + `trap 'chmod -R u+w -- "$w" 2>/dev/null; rm -rf -- "$w"; rm -f -- "$a"' EXIT
+` + partialDir + `exec 4<. || exit 1
+trap 'cd -P /proc/self/fd/4 && { chmod -R u+w -- "$w" 2>/dev/null; rm -rf -- "$w"; }; rm -f -- "$a"' EXIT
 msg=$(tar -tf "$a" 2>&1 >/dev/null) || { echo "BADARCHIVE $(printf '%s' "$msg" | head -c 500 | tr '\n' ' ')"; exit 0; }
 n=$(tar -tf "$a" | wc -l)
 [ "$n" -gt 0 ] || { echo EMPTY; exit 0; }
 mkdir -- "$w" || exit 3
-tar -xf "$a" -C "$w" --no-same-owner || exit 1
+inw() { cd -P -- "$w" && inbase "$(pwd -P)"; }
+(inw && tar -xf "$a" --no-same-owner) || exit 1
 # tar gives directories their modes last: one without write permission could not be emptied
 # by the merge nor renamed to another parent, so they are writable until they are in place.
-ro=$(cd "$w" && find . -type d ! -perm -u+w -print)
-[ -z "$ro" ] || find "$w" -type d ! -perm -u+w -exec chmod u+w {} + || exit 1
-lock() { [ -z "$ro" ] || printf '%s\n' "$ro" | while IFS= read -r r; do chmod u-w -- "$d/$r" || exit 1; done; }
-if [ "$p" != "$d" ]; then
-  mkdir -p -- "$(dirname -- "$d")" && mv -T -- "$w" "$d" && lock || exit 1
+ro=$(inw && find . -type d ! -perm -u+w -print) || exit 1
+[ -z "$ro" ] || (inw && find . -type d ! -perm -u+w -execdir chmod u+w {} +) || exit 1
+lock() { [ -z "$ro" ] || printf '%s\n' "$ro" | while IFS= read -r r; do
+  (cd -P -- "$r" && inbase "$(pwd -P)" && chmod u-w .) || exit 1; done; }
+if [ -n "$rest" ]; then
+  case "$D" in */*) mkenter "${D%/*}";; *) mkenter .;; esac
+  mv -T -- "/proc/self/fd/4/$w" "${D##*/}" && cd -P -- "${D##*/}" && here && lock || exit 1
   echo "OK $n"; exit 0
 fi
 # Checked before anything moves, so that the merge below cannot stop half way on it.
-c=$(cd "$w" && find . ! -type d -exec sh -c 'for e; do t="$0/${e#./}"
-  [ -d "$t" ] && [ ! -L "$t" ] && [ -n "$(ls -A -- "$t")" ] && { printf "%s" "${e#./}" | head -c 300; exit 1; }; done; exit 0' "$d" {} +) ||
+c=$(find "./$w" ! -type d -exec sh -c 'for e; do t="${e#./$0/}"
+  [ -d "$t" ] && [ ! -L "$t" ] && [ -n "$(ls -A -- "$t")" ] && { printf "%s" "$t" | head -c 300; exit 1; }; done; exit 0' "$w" {} +) ||
   { echo "DIRINWAY $c"; exit 0; }
-# merge moves each entry of $1 into $2, into the directories both have, so the files of $2
-# the archive does not name stay. Names are renamed one by one, never copied.
+# merge moves each entry of the source directory (descriptor 5) into the directory it is in,
+# into the directories both have, so the files there the archive does not name stay. Names
+# are renamed one by one, never copied.
 merge() {
-  for s in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+  for s in /proc/self/fd/5/* /proc/self/fd/5/.[!.]* /proc/self/fd/5/..?*; do
     [ -e "$s" ] || [ -L "$s" ] || continue
-    t="$2/${s##*/}"
+    t=${s##*/}
     if [ -d "$s" ] && [ ! -L "$s" ]; then
-      if [ -d "$t" ] && [ ! -L "$t" ]; then merge "$s" "$t" || return 1; continue; fi
+      if [ -d "$t" ] && [ ! -L "$t" ]; then
+        ( { command exec 5<"$s"; } 2>/dev/null && inbase "$(readlink /proc/self/fd/5)" &&
+          cd -P -- "$t" && inbase "$(pwd -P)" && merge ) || return 1
+        continue
+      fi
       if [ -e "$t" ] || [ -L "$t" ]; then rm -f -- "$t" || return 1; fi
     elif [ -d "$t" ] && [ ! -L "$t" ]; then rmdir -- "$t" || return 1
     fi
     mv -f -T -- "$s" "$t" || return 1
   done
 }
-merge "$w" "$d" && lock || exit 1
+{ command exec 5<"./$w"; } 2>/dev/null && inbase "$(readlink /proc/self/fd/5)" || exit 1
+merge && lock || exit 1
 echo "OK $n"`
 
 // TempName is a fresh name for an archive in transit.
@@ -115,8 +137,7 @@ func (f FS) Unpack(ctx context.Context, t conn.Target, tmp, dir string) (int, er
 		// A script killed at its timeout had no time for its trap.
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_, _ = f.run(cleanup, t, prelude+`res "$2"; d=$R
-`+partialDir+`chmod -R u+w -- "$w" 2>/dev/null; rm -rf -- "$w"`, tmp, dir)
+		_, _ = f.run(cleanup, t, prelude+partialDir+`chmod -R u+w -- "$w" 2>/dev/null; rm -rf -- "$w"`, tmp, dir)
 		return 0, fmt.Errorf("unpacking into %q: %w", dir, err)
 	}
 	word, detail, _ := status(out)

@@ -32,6 +32,9 @@ var (
 	ErrExists      = errors.New("the destination exists")
 	ErrNotEmpty    = errors.New("the directory is not empty")
 	ErrNoPython    = errors.New("editing needs python3 in the sandbox")
+	// ErrChanged is an edit that found the file changed by someone else between its read and
+	// its write: nothing was written, and the edit can be retried on the new content.
+	ErrChanged = errors.New("the file changed while it was being edited (nothing was written); read it again and retry the edit")
 )
 
 // MatchError says where old_text matched (or what came close).
@@ -122,6 +125,8 @@ func common(word, detail, path string) error {
 		return fmt.Errorf("%q: %w", path, ErrNotEmpty)
 	case "NOPYTHON":
 		return ErrNoPython
+	case "CHANGED":
+		return fmt.Errorf("%q: %w", path, ErrChanged)
 	case "BADREGEX":
 		return fmt.Errorf("%w: %s", ErrBadRegex, strings.TrimPrefix(detail, "grep: "))
 	}

@@ -17,7 +17,10 @@ import (
 // this archive, so the only links a name can pass through are the ones check refuses.
 func (x *extractor) entry(ctx context.Context, tr *tar.Reader, h *tar.Header, name string) error {
 	dst := filepath.Join(x.tmp, filepath.FromSlash(name))
-	mode := fs.FileMode(h.Mode).Perm() // without setuid, setgid and sticky: a copy grants no privilege
+	// Without setuid, setgid and sticky, and without group and other write (noWrite): a copy
+	// grants no privilege, and a sandbox's world-writable file stays writable by its host
+	// owner alone.
+	mode := fs.FileMode(h.Mode).Perm() &^ noWrite
 	if name == "." && h.Typeflag != tar.TypeDir {
 		return fmt.Errorf("%w (a file in place of the destination directory)", ErrUnsafeEntry)
 	}

@@ -15,6 +15,11 @@ import (
 // bufSize is the one buffer each copy streams through, whatever the file's size.
 const bufSize = 32 << 10
 
+// noWrite is what a file or directory written on the host never grants: group and other
+// write. What comes from a sandbox is the model's; other users of the host must not be
+// able to change it (and through it whatever later reads it).
+const noWrite fs.FileMode = 0o022
+
 // tempPrefix marks what a copy writes before it is complete, so that a leftover (after a
 // crash) is recognisable as the server's.
 const tempPrefix = ".k8s-sandbox-mcp-"
@@ -65,7 +70,7 @@ type File struct {
 	committed bool
 }
 
-// CreateFile starts writing rel with permissions perm, making missing parent directories.
+// CreateFile starts writing rel with permissions perm (less noWrite), making missing parent directories.
 // The caller calls Commit once every byte is written, and defers Abort, which after a
 // Commit does nothing. An existing file is replaced; a directory or a symbolic link at rel
 // is refused, so that a write never lands where the name does not say.
@@ -86,7 +91,7 @@ func CreateFile(root *os.Root, rel string, perm fs.FileMode) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &File{root: root, rel: rel, perm: perm.Perm(), madeDirs: made}
+	w := &File{root: root, rel: rel, perm: perm.Perm() &^ noWrite, madeDirs: made}
 	if w.tmp, err = tempName(filepath.Dir(rel), filepath.Base(rel)); err == nil {
 		w.f, err = root.OpenFile(w.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	}

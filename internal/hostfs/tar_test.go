@@ -252,6 +252,38 @@ func TestExtractTarMerge(t *testing.T) {
 	assertNoTemp(t, dir)
 }
 
+// TestExtractTarNoGroupWrite: a sandbox's world-writable files and directories arrive on the
+// host writable by their owner alone.
+func TestExtractTarNoGroupWrite(t *testing.T) {
+	dir := realTempDir(t)
+	root, err := os.OpenRoot(dir)
+	must(t, err)
+	defer root.Close()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, h := range []*tar.Header{
+		{Name: "open/", Typeflag: tar.TypeDir, Mode: 0o777},
+		{Name: "open/f", Typeflag: tar.TypeReg, Mode: 0o666, Size: 1},
+		{Name: "open/x", Typeflag: tar.TypeReg, Mode: 0o4777, Size: 1},
+		{Name: "ro/", Typeflag: tar.TypeDir, Mode: 0o575},
+	} {
+		must(t, tw.WriteHeader(h))
+		if h.Size > 0 {
+			_, err := tw.Write([]byte("x"))
+			must(t, err)
+		}
+	}
+	must(t, tw.Close())
+	_, err = ExtractTar(context.Background(), &b, root, "copy", 1000)
+	must(t, err)
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "copy", "ro"), 0o755) })
+	for name, want := range map[string]fs.FileMode{"open": 0o755, "open/f": 0o644, "open/x": 0o755, "ro": 0o555} {
+		if info, err := os.Lstat(filepath.Join(dir, "copy", filepath.FromSlash(name))); err != nil || info.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want %v", name, info.Mode().Perm(), err, want)
+		}
+	}
+}
+
 func TestTarConfinement(t *testing.T) {
 	root, _, _ := fixture(t)
 	ctx := context.Background()
