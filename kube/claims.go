@@ -40,6 +40,7 @@ func (c *Client) Get(ctx context.Context, namespace, name, owner string) (Claim,
 		claim.PodIPs, claim.ServiceFQDN = nil, ""
 	}
 	fillFromSandbox(&claim, sb)
+	claim.Deadline = c.deadlineAfterUse(claim)
 	return claim, nil
 }
 

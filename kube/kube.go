@@ -103,6 +103,9 @@ type Claim struct {
 	// Suspended: the Sandbox's operatingMode is Suspended (Get, Create, Resume), or its Ready
 	// reason, which the claim mirrors, is SandboxSuspended (List).
 	Suspended bool
+	// Deadline (Get only) is when the sandbox goes after this use: renewal on use and the hard
+	// cap applied, which ShutdownAt (read before the renewal) is not.
+	Deadline Deadline
 }
 
 // DefaultMaxVolumeSize caps CreateRequest.VolumeSize unless the operator sets another cap.

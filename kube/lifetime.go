@@ -74,10 +74,15 @@ func (c *Client) Extend(ctx context.Context, namespace, name, owner string, afte
 // lifetimeCap is the latest shutdown time the hard cap allows; zero: none. A claim without a
 // creation time was never stored by an API server (which always sets one): no cap is known.
 func (c *Client) lifetimeCap(obj *extv1beta1.SandboxClaim) time.Time {
-	if c.lifetime.MaxLifetime <= 0 || obj.CreationTimestamp.IsZero() {
+	return c.capFrom(obj.CreationTimestamp.Time)
+}
+
+// capFrom is the latest shutdown time the hard cap allows a claim created at created; zero: none.
+func (c *Client) capFrom(created time.Time) time.Time {
+	if c.lifetime.MaxLifetime <= 0 || created.IsZero() {
 		return time.Time{}
 	}
-	return obj.CreationTimestamp.Add(c.lifetime.MaxLifetime).UTC().Truncate(time.Second)
+	return created.Add(c.lifetime.MaxLifetime).UTC().Truncate(time.Second)
 }
 
 // pastCap is the one refusal of a shutdown time past the hard cap, whichever call asked for it
@@ -179,6 +184,37 @@ func (r *renewals) claim(uid types.UID, every time.Duration) bool {
 	return true
 }
 
+// afterUse is the shutdown time a use at now leaves, for a claim whose shutdown time is at with
+// renewal window w: at, or now plus w once less than half of w is left, never past limit
+// (zero: no cap). Renewal on use moves the claim's time to it; Get tells the caller (Claim.Deadline).
+func afterUse(at time.Time, w time.Duration, limit, now time.Time) time.Time {
+	if w <= 0 || at.IsZero() || at.Sub(now) >= w/2 {
+		return at
+	}
+	next := now.Add(w).UTC().Truncate(time.Second)
+	if !limit.IsZero() && next.After(limit) {
+		next = limit
+	}
+	return next
+}
+
+// Deadline is when a claim is deleted after a use now, and the hard cap from its creation,
+// which neither use nor extend_sandbox passes.
+type Deadline struct {
+	At  time.Time // zero: no shutdown time
+	Cap time.Time // zero: no cap
+}
+
+// deadlineAfterUse applies renewal on use (when on) and the hard cap to cl, as a call on it
+// leaves it.
+func (c *Client) deadlineAfterUse(cl Claim) Deadline {
+	d := Deadline{At: cl.ShutdownAt, Cap: c.capFrom(cl.Created)}
+	if c.lifetime.RenewOnUse {
+		d.At = afterUse(d.At, cl.ShutdownAfter, d.Cap, c.now())
+	}
+	return d
+}
+
 // renewOnUse moves a used claim's shutdown time to now plus its window once less than half of
 // the window is left, never past the hard cap. The PATCH runs after the call, off its path.
 func (c *Client) renewOnUse(obj *extv1beta1.SandboxClaim) {
@@ -187,14 +223,7 @@ func (c *Client) renewOnUse(obj *extv1beta1.SandboxClaim) {
 	if !c.lifetime.RenewOnUse || w <= 0 || at.IsZero() {
 		return
 	}
-	now := c.now()
-	if at.Sub(now) >= w/2 {
-		return
-	}
-	next := now.Add(w).UTC().Truncate(time.Second)
-	if limit := c.lifetimeCap(obj); !limit.IsZero() && next.After(limit) {
-		next = limit
-	}
+	next := afterUse(at, w, c.lifetimeCap(obj), c.now())
 	if !next.After(at) || !c.renewed.claim(obj.UID, w/2) {
 		return
 	}

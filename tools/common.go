@@ -74,6 +74,9 @@ func (d Deps) resolve(ctx context.Context, a claimArgs) (kube.Claim, claimRef, e
 		return kube.Claim{}, ref, err
 	}
 	c, err := d.Claims.Get(ctx, ref.Namespace, ref.Name, owner)
+	if err == nil {
+		noteDeadline(ctx, c)
+	}
 	if err != nil || !c.Suspended {
 		return c, ref, err
 	}

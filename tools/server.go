@@ -57,6 +57,7 @@ func NewServer(d Deps, version string, opts ...server.ServerOption) *server.MCPS
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithToolHandlerMiddleware(d.logCalls),
+		server.WithToolHandlerMiddleware(deadlineNotes),
 	}
 	listed := All(d)
 	workflows := d.prompts(listed)
