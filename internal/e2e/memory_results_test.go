@@ -105,6 +105,9 @@ func TestResultMemoryBudget(t *testing.T) {
 						if n, ok := want[tc.tool]; (ok && len(content) != base64.StdEncoding.EncodedLen(n)) || len(content) < largest {
 							t.Errorf("%s: a served call's content is %d characters, want the base64 of the file", tc.name, len(content))
 						}
+						if text := resultText(res); len(text) > 1<<10 {
+							t.Errorf("%s: the text content is %d characters, want a summary, not the payload again", tc.name, len(text))
+						}
 						return
 					}
 					refused++
