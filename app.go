@@ -179,7 +179,7 @@ func (a *app) httpLayer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if a.httpSet, err = serve.LoadHTTPSettings(a.cfg.Vars); err != nil {
+	if a.httpSet, err = serve.LoadHTTPSettings(a.cfg.Vars, tools.MaxResultBytes(a.cfg.Connection.MaxDownloadBytes)); err != nil {
 		return err
 	}
 	if a.f.httpAddr == "" {

@@ -77,7 +77,8 @@ type Conn interface {
 	// maxBytes is ErrTooLarge: before any byte is written when its size is known up front
 	// (Content-Length), else as soon as the limit is passed.
 	//
-	// On an error w may hold part of the file (up to maxBytes): callers discard it.
+	// On an error w may hold part of the file (up to maxBytes): callers discard it. A w that
+	// is an Expecter is told the size first, when known.
 	Download(ctx context.Context, t Target, path string, w io.Writer, maxBytes int64) (int64, error)
 	// List reads a directory, keeping at most maxEntries entries in memory.
 	List(ctx context.Context, t Target, path string, maxEntries int) (Listing, error)

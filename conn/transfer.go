@@ -229,6 +229,11 @@ func copyDownload(op string, tr *transfer, resp *http.Response, w io.Writer, lim
 	if resp.ContentLength > limit {
 		return 0, fmt.Errorf("%s: %w: %d bytes, the limit is %d", op, ErrTooLarge, resp.ContentLength, limit)
 	}
+	if e, ok := w.(Expecter); ok && resp.ContentLength >= 0 {
+		if err := e.Expect(resp.ContentLength); err != nil {
+			return 0, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	sink := &sinkWriter{w: w}
 	_, err := io.Copy(sink, &capReader{r: tr.watch(resp.Body), n: limit})
 	switch {
@@ -240,6 +245,13 @@ func copyDownload(op string, tr *transfer, resp *http.Response, w io.Writer, lim
 		return sink.n, fmt.Errorf("%s: %w: more than %d bytes", op, ErrTooLarge, limit)
 	}
 	return sink.n, tr.explain(op, fmt.Errorf("%s: reading body: %w", op, err))
+}
+
+// Expecter is a Download writer told the file's size, when the sandbox sends it, before any
+// of the file is read: a writer that holds the bytes in memory takes room for them first (or
+// refuses, failing the Download with its error) instead of finding out as they arrive.
+type Expecter interface {
+	Expect(n int64) error
 }
 
 // sinkWriter counts what reached w and keeps w's error apart from the body's.

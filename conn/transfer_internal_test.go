@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -106,6 +107,9 @@ func TestCopyDownload(t *testing.T) {
 		{"a lying length", 10, 99, nil, 99, "file too large: more than 99 bytes"},
 		{"w fails", -1, 100, failWriter{}, 0, "writing: disk full"},
 		{"w writes short", -1, 100, failWriter{short: true}, 50, "writing: short write"},
+		{"w told the length first", 100, 100, &expecter{want: 100}, 100, ""},
+		{"w refuses the length", 100, 100, &expecter{want: 100, refuse: true}, 0, "no room"},
+		{"w not told an unknown length", -1, 100, &expecter{want: -1}, 100, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -126,6 +130,32 @@ func TestCopyDownload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// expecter checks it is told the size before any byte is written (Expecter), or never when
+// the size is unknown.
+type expecter struct {
+	want         int64
+	refuse, told bool
+	bytes.Buffer
+}
+
+func (e *expecter) Expect(n int64) error {
+	e.told = true
+	if n != e.want || e.Len() > 0 {
+		return fmt.Errorf("told %d after %d bytes, want %d before any", n, e.Len(), e.want)
+	}
+	if e.refuse {
+		return errors.New("no room")
+	}
+	return nil
+}
+
+func (e *expecter) Write(p []byte) (int, error) {
+	if !e.told && e.want >= 0 {
+		return 0, errors.New("written before being told the size")
+	}
+	return e.Buffer.Write(p)
 }
 
 // TestInMemoryUploadsReplay: an in-memory body can be sent again from its start (GetBody), as

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -101,7 +102,7 @@ func downloadArchiveTool(d Deps) server.ServerTool {
 		if err := bind(req, &a); err != nil {
 			return failure(op, claimRef{}, err), nil
 		}
-		var data bytes.Buffer
+		p := newPayload(ctx, d, true, d.maxDownload())
 		var size int64
 		if res := d.onClaim(ctx, op, a.claimArgs, a.Timeout, func(ctx context.Context, t conn.Target) error {
 			tmp, err := workspace.TempName()
@@ -117,12 +118,20 @@ func downloadArchiveTool(d Deps) server.ServerTool {
 					"separately, or leave out build outputs (execute_command: tar czf out.tgz --exclude=node_modules ... "+
 					"then download_file with binary=true).", a.Path, size, d.maxDownload())
 			}
-			data.Grow(int(size))
-			_, err = d.Conn.Download(ctx, t, tmp, &data, d.maxDownload())
+			// The archive's room is taken before it is read, and it is base64-encoded on the way.
+			if err := p.Expect(size); err != nil {
+				return err
+			}
+			_, err = d.Conn.Download(ctx, t, tmp, p, d.maxDownload())
 			return err
 		}); res != nil {
 			return res, nil
 		}
-		return structured(DownloadArchiveResult{Content: base64.StdEncoding.EncodeToString(data.Bytes()), Bytes: size}), nil
+		content, err := p.text()
+		if err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		return payloadResult(DownloadArchiveResult{Content: content, Bytes: p.read}, len(content),
+			fmt.Sprintf("Packed %q as a %d-byte tar.gz, base64-encoded.", a.Path, p.read)), nil
 	}}
 }

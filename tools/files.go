@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -114,20 +115,26 @@ func downloadTool(d Deps) server.ServerTool {
 		if err := bind(req, &a); err != nil {
 			return failure(op, claimRef{}, err), nil
 		}
-		var buf bytes.Buffer
+		// The bytes go straight into the result's one string (base64-encoded on the way), whose
+		// room is taken from the call's budget before they are read.
+		p := newPayload(ctx, d, a.Binary, d.maxDownload())
 		if fail := d.onSandbox(ctx, op, a, func(ctx context.Context, t conn.Target) error {
-			_, err := d.Conn.Download(ctx, t, a.Path, &buf, d.maxDownload())
+			_, err := d.Conn.Download(ctx, t, a.Path, p, d.maxDownload())
 			return err
 		}); fail != nil {
 			return fail, nil
 		}
-		data := buf.Bytes()
+		if !a.Binary && !utf8.ValidString(p.b.String()) {
+			return failure(op, claimRef{}, badInput("file %q (%d bytes) is not UTF-8 text. Call download_file again with binary=true to get it as base64.", a.Path, p.read)), nil
+		}
+		content, err := p.text()
+		if err != nil {
+			return failure(op, claimRef{}, err), nil
+		}
+		summary := fmt.Sprintf("Read %d bytes of %q.", p.read, a.Path)
 		if a.Binary {
-			return structured(DownloadResult{Content: base64.StdEncoding.EncodeToString(data), BytesRead: len(data)}), nil
+			summary = fmt.Sprintf("Read %d bytes of %q, base64-encoded.", p.read, a.Path)
 		}
-		if !utf8.Valid(data) {
-			return failure(op, claimRef{}, badInput("file %q (%d bytes) is not UTF-8 text. Call download_file again with binary=true to get it as base64.", a.Path, len(data))), nil
-		}
-		return structured(DownloadResult{Content: string(data), BytesRead: len(data)}), nil
+		return payloadResult(DownloadResult{Content: content, BytesRead: int(p.read)}, len(content), summary), nil
 	}}
 }

@@ -12,13 +12,17 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/budget"
 )
 
 // peakRSSBoundMiB is the resident peak the server stays under at default settings however
-// many large requests one principal sends at once: the 49 MB it idles at plus the 32 MiB of
-// bodies it admits (K8S_SANDBOX_HTTP__MAX_BODY_BYTES_IN_FLIGHT), each decoded into a few
-// copies on the way to the sandbox.
-const peakRSSBoundMiB = 256
+// many large requests one principal sends at once: the README's worst case, what it idles at
+// plus the bodies (and results) it admits (K8S_SANDBOX_HTTP__MAX_BODY_BYTES_IN_FLIGHT), each
+// decoded into a few copies on the way to the sandbox. Since results share the bound (issue
+// 43.2), one principal's default share holds a 32 MiB download, so more bodies fit at once than
+// the 16 MiB of before, which held the peak under 256 MiB.
+var peakRSSBoundMiB = min(int(budget.WorstCase(defaultInFlight)>>20), deployMemoryLimitMiB)
 
 // TestMemoryBoundUnderLargeRequestFloods is issue 33 point 2: one principal sending 40
 // tools/call bodies of 8 MiB at once drove the server from 49 MB to 1.5 GB resident, 16

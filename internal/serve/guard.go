@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/budget"
 )
 
 // originGuard answers 403 to a request whose Origin is neither loopback nor allowed, as the
@@ -60,6 +62,7 @@ func bodyLimit(limit func(*http.Request) (int64, string), bodies *inFlight, next
 		}
 		l := bodies.lease(principalOf(r.Context()))
 		defer l.release()
+		defer collectAfterLarge(l)
 		body, no, err := readBody(r.Context(), http.MaxBytesReader(w, r.Body, max), r.ContentLength, max, l)
 		var mbe *http.MaxBytesError
 		switch {
@@ -73,7 +76,9 @@ func bodyLimit(limit func(*http.Request) (int64, string), bodies *inFlight, next
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "could not read the request body"})
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
+		// The tools take their results' bytes from the same lease (budget.Reserve): held, like
+		// the body's, until the response has been written.
+		r = r.WithContext(budget.With(context.WithValue(r.Context(), bodyKey{}, body), resultBudget{l}))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -40,6 +41,20 @@ func newInFlight(set HTTPSettings) *inFlight {
 		maxPrincipal: set.MaxBodyBytesInFlightPerPrincipal, per: map[string]*principalBytes{}}
 }
 
+// collectAfter is the size of a request's body and result from which its end collects the
+// garbage at once. Such a request leaves several times its bytes behind (decoded copies, the
+// JSON encoder's doubling buffers), and the collector lets the heap grow to twice what was
+// live before it runs (GOGC=100): large calls in a row would stack their garbage up to
+// GOMEMLIMIT. Collected before its bytes are given back, the next large call reuses that
+// memory instead. A collection costs in proportion to what is live, a few ms at this scale.
+const collectAfter = 4 << 20
+
+func collectAfterLarge(l *lease) {
+	if l.held >= collectAfter {
+		runtime.GC()
+	}
+}
+
 // lease is one request's share of the bounds; release gives it all back.
 type lease struct {
 	f         *inFlight
@@ -72,6 +87,12 @@ func (l *lease) grow(ctx context.Context, n int64) *refusal {
 		l.p.sem.Release(n)
 		return l.f.refuseTotal()
 	}
+	l.took(n)
+	return nil
+}
+
+// took records n bytes acquired from both semaphores.
+func (l *lease) took(n int64) {
 	l.held += n
 	f := l.f
 	f.mu.Lock()
@@ -80,7 +101,36 @@ func (l *lease) grow(ctx context.Context, n int64) *refusal {
 	l.p.held += n
 	f.peak = max(f.peak, f.held)
 	f.peakPrincipal = max(f.peakPrincipal, l.p.held)
-	return nil
+}
+
+// resultPoll is how often a result waiting for room tries again.
+const resultPoll = 20 * time.Millisecond
+
+// tryGrow is grow for a result: it takes the bytes only when they are free and no request
+// waits for them, trying again every resultPoll for up to inFlightWait. A large result waiting
+// in line (the semaphores are FIFO) would hold back every small request behind it, the
+// principal's own next calls included; polling lets those pass first.
+func (l *lease) tryGrow(ctx context.Context, n int64) *refusal {
+	ctx, cancel := context.WithTimeout(ctx, inFlightWait)
+	defer cancel()
+	for {
+		principal := l.p.sem.TryAcquire(n)
+		if principal && l.f.total.TryAcquire(n) {
+			l.took(n)
+			return nil
+		}
+		if principal {
+			l.p.sem.Release(n)
+		}
+		select {
+		case <-ctx.Done():
+			if !principal {
+				return l.f.refusePerPrincipal()
+			}
+			return l.f.refuseTotal()
+		case <-time.After(resultPoll):
+		}
+	}
 }
 
 func (l *lease) release() {
@@ -119,4 +169,23 @@ func (f *inFlight) refuseTotal() *refusal {
 	return &refusal{status: http.StatusServiceUnavailable, retryAfter: 1, message: fmt.Sprintf(
 		"the server holds the most request bytes in flight it allows: the limit is %d bytes (%s). Retry in a moment.",
 		f.max, VarMaxBodyBytesInFlight)}
+}
+
+// resultBudget lets a tool take its result's bytes from its request's lease (budget.Budget).
+type resultBudget struct{ l *lease }
+
+func (b resultBudget) Reserve(ctx context.Context, n int64) error {
+	f := b.l.f
+	if b.l.held+n > f.maxPrincipal {
+		// More than one principal may ever hold: waiting would not help.
+		return fmt.Errorf("it needs %d bytes of server memory and, with its request's, more than the %d one principal may hold (%s)",
+			n, f.maxPrincipal, VarMaxBodyBytesInFlightPerPrincipal)
+	}
+	if no := b.l.tryGrow(ctx, n); no != nil {
+		if no.status == http.StatusTooManyRequests {
+			return fmt.Errorf("your calls already hold the %d bytes of server memory one principal may (%s)", f.maxPrincipal, VarMaxBodyBytesInFlightPerPrincipal)
+		}
+		return fmt.Errorf("the server already holds the %d bytes of requests and results in flight it allows (%s)", f.max, VarMaxBodyBytesInFlight)
+	}
+	return nil
 }

@@ -45,11 +45,16 @@ type HTTPSettings struct {
 	// ReadTimeout bounds reading one request, headers and body (default 60 s), against
 	// slow-drip clients. It does not limit how long a tool call or its stream runs.
 	ReadTimeout time.Duration
-	// MaxBodyBytesInFlight caps the bytes of request bodies held at once in total (default four
-	// bodies at MaxBodyBytes) and MaxBodyBytesInFlightPerPrincipal per principal (default two),
-	// see inFlight. Each is at least the one below it, so a body at the cap always fits.
+	// MaxBodyBytesInFlight caps the bytes of request bodies and tool results held at once in
+	// total (default four bodies at MaxBodyBytes) and MaxBodyBytesInFlightPerPrincipal per
+	// principal (default two, or one MaxResultBytes and one body if more), see inFlight. Each is at least the
+	// one below it, so a body or result at the cap always fits.
 	MaxBodyBytesInFlight             int64
 	MaxBodyBytesInFlightPerPrincipal int64
+	// MaxResultBytes is the most one tool result holds in memory (tools.MaxResultBytes: the
+	// base64 of a download at K8S_SANDBOX_MAX_DOWNLOAD_BYTES). Results take their bytes from the
+	// same in-flight bounds as bodies, so each bound is at least this: a result at the cap fits.
+	MaxResultBytes int64
 
 	// MaxSessions caps open MCP sessions in total (default 1024) and MaxSessionsPerPrincipal
 	// per principal (default 64; without authentication everyone is one principal). Each
@@ -80,9 +85,10 @@ func (s HTTPSettings) withDefaults() HTTPSettings {
 		s.MaxBodyBytes = 8 << 20
 	}
 	if s.MaxBodyBytesInFlightPerPrincipal <= 0 {
-		s.MaxBodyBytesInFlightPerPrincipal = 2 * s.MaxBodyBytes
+		// With a result at the cap in flight, the principal's other calls still get in.
+		s.MaxBodyBytesInFlightPerPrincipal = max(2*s.MaxBodyBytes, s.MaxResultBytes+s.MaxBodyBytes)
 	}
-	s.MaxBodyBytesInFlightPerPrincipal = max(s.MaxBodyBytesInFlightPerPrincipal, s.MaxBodyBytes)
+	s.MaxBodyBytesInFlightPerPrincipal = max(s.MaxBodyBytesInFlightPerPrincipal, s.MaxBodyBytes, s.MaxResultBytes)
 	if s.MaxBodyBytesInFlight <= 0 {
 		s.MaxBodyBytesInFlight = 4 * s.MaxBodyBytes
 	}
@@ -111,9 +117,10 @@ func (s HTTPSettings) withDefaults() HTTPSettings {
 	return s
 }
 
-// LoadHTTPSettings reads the K8S_SANDBOX_HTTP__* settings from upper-cased variable names.
-func LoadHTTPSettings(vars map[string]string) (HTTPSettings, error) {
-	var s HTTPSettings
+// LoadHTTPSettings reads the K8S_SANDBOX_HTTP__* settings from upper-cased variable names;
+// maxResult is the largest tool result (see HTTPSettings.MaxResultBytes).
+func LoadHTTPSettings(vars map[string]string, maxResult int64) (HTTPSettings, error) {
+	s := HTTPSettings{MaxResultBytes: maxResult}
 	get := func(name string) string { return strings.TrimSpace(vars[name]) }
 	integer := func(name string, lo, hi int64) (int64, error) {
 		v := get(name)
@@ -141,6 +148,10 @@ func LoadHTTPSettings(vars map[string]string) (HTTPSettings, error) {
 	case s.MaxBodyBytesInFlightPerPrincipal > 0 && s.MaxBodyBytesInFlightPerPrincipal < d.MaxBodyBytes:
 		return HTTPSettings{}, fmt.Errorf("%s must be at least %s (%d), got %d: a body at the cap would never fit",
 			VarMaxBodyBytesInFlightPerPrincipal, VarMaxBodyBytes, d.MaxBodyBytes, s.MaxBodyBytesInFlightPerPrincipal)
+	case s.MaxBodyBytesInFlightPerPrincipal > 0 && s.MaxBodyBytesInFlightPerPrincipal < maxResult:
+		return HTTPSettings{}, fmt.Errorf("%s must be at least %d, got %d: a download at K8S_SANDBOX_MAX_DOWNLOAD_BYTES (%d bytes in base64) "+
+			"would never fit; raise it, or lower K8S_SANDBOX_MAX_DOWNLOAD_BYTES", VarMaxBodyBytesInFlightPerPrincipal, maxResult,
+			s.MaxBodyBytesInFlightPerPrincipal, maxResult)
 	case s.MaxBodyBytesInFlight > 0 && s.MaxBodyBytesInFlight < d.MaxBodyBytesInFlightPerPrincipal:
 		return HTTPSettings{}, fmt.Errorf("%s must be at least %s (%d), got %d: one principal's share would never fit",
 			VarMaxBodyBytesInFlight, VarMaxBodyBytesInFlightPerPrincipal, d.MaxBodyBytesInFlightPerPrincipal, s.MaxBodyBytesInFlight)

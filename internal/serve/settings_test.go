@@ -9,10 +9,11 @@ import (
 
 func TestLoadHTTPSettings(t *testing.T) {
 	tests := []struct {
-		name    string
-		vars    map[string]string
-		want    HTTPSettings
-		wantErr string
+		name      string
+		vars      map[string]string
+		maxResult int64
+		want      HTTPSettings
+		wantErr   string
 	}{
 		{name: "defaults", vars: map[string]string{},
 			want: HTTPSettings{MaxBodyBytes: 8 << 20, MaxBodyBytesInFlight: 32 << 20, MaxBodyBytesInFlightPerPrincipal: 16 << 20, MaxConcurrentCalls: 8, ReadTimeout: time.Minute,
@@ -27,6 +28,16 @@ func TestLoadHTTPSettings(t *testing.T) {
 		{name: "in-flight bounds set", vars: map[string]string{VarMaxBodyBytesInFlight: "100000000", VarMaxBodyBytesInFlightPerPrincipal: "9000000"},
 			want: HTTPSettings{MaxBodyBytes: 8 << 20, MaxBodyBytesInFlight: 100_000_000, MaxBodyBytesInFlightPerPrincipal: 9_000_000, MaxConcurrentCalls: 8,
 				ReadTimeout: time.Minute, MaxSessions: 1024, MaxSessionsPerPrincipal: 64, MaxStreamsPerPrincipal: 64, UnusedSessionTTL: time.Minute, MaxInitializeBytes: 32 << 10}},
+		{name: "defaults under a large result", vars: map[string]string{}, maxResult: 44_804_780,
+			want: HTTPSettings{MaxBodyBytes: 8 << 20, MaxBodyBytesInFlight: 53_193_388, MaxBodyBytesInFlightPerPrincipal: 53_193_388, MaxResultBytes: 44_804_780,
+				MaxConcurrentCalls: 8, ReadTimeout: time.Minute, MaxSessions: 1024, MaxSessionsPerPrincipal: 64, MaxStreamsPerPrincipal: 64, UnusedSessionTTL: time.Minute, MaxInitializeBytes: 32 << 10}},
+		{name: "defaults under a small result", vars: map[string]string{}, maxResult: 1 << 20,
+			want: HTTPSettings{MaxBodyBytes: 8 << 20, MaxBodyBytesInFlight: 32 << 20, MaxBodyBytesInFlightPerPrincipal: 16 << 20, MaxResultBytes: 1 << 20,
+				MaxConcurrentCalls: 8, ReadTimeout: time.Minute, MaxSessions: 1024, MaxSessionsPerPrincipal: 64, MaxStreamsPerPrincipal: 64, UnusedSessionTTL: time.Minute, MaxInitializeBytes: 32 << 10}},
+		{name: "per principal in flight below the largest result", vars: map[string]string{VarMaxBodyBytesInFlightPerPrincipal: "20000000"}, maxResult: 44_804_780,
+			wantErr: VarMaxBodyBytesInFlightPerPrincipal + " must be at least 44804780, got 20000000: a download at K8S_SANDBOX_MAX_DOWNLOAD_BYTES"},
+		{name: "total in flight below a large result's share", vars: map[string]string{VarMaxBodyBytesInFlight: "40000000"}, maxResult: 44_804_780,
+			wantErr: VarMaxBodyBytesInFlight + " must be at least " + VarMaxBodyBytesInFlightPerPrincipal + " (53193388), got 40000000"},
 		{name: "per principal in flight below the body cap", vars: map[string]string{VarMaxBodyBytesInFlightPerPrincipal: "1048576"},
 			wantErr: VarMaxBodyBytesInFlightPerPrincipal + " must be at least " + VarMaxBodyBytes + " (8388608), got 1048576"},
 		{name: "total in flight below the default share", vars: map[string]string{VarMaxBodyBytesInFlight: "9000000"},
@@ -47,7 +58,7 @@ func TestLoadHTTPSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := LoadHTTPSettings(tc.vars)
+			got, err := LoadHTTPSettings(tc.vars, tc.maxResult)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
