@@ -162,7 +162,7 @@ func checkController(ctx context.Context, env Env) Result {
 	ready, where := readyInPools(ctx, env)
 	if ready > 0 {
 		r.Status = OK
-		r.Message = fmt.Sprintf("no Deployment or leader Lease visible (%s), but the controller has readied %d warm-pool sandboxes (%s): it ran; --probe shows it binds claims now",
+		r.Message = fmt.Sprintf("no Deployment or leader Lease visible (%s), but warm pools hold %d sandboxes the controller readied (%s): it ran; --probe shows it binds claims now",
 			strings.Join(seen, "; "), ready, where)
 		return r
 	}

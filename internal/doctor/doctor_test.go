@@ -135,7 +135,7 @@ func TestRun(t *testing.T) {
 		{"controller available", cluster{}, CheckController, OK, "1 of 1 replicas available"},
 		{"leader lease fresh", cluster{objects: []runtime.Object{lease(fresh)}}, CheckController, OK, "renewed 0s ago by pod-1"},
 		{"leader lease stale", cluster{objects: []runtime.Object{lease(stale)}}, CheckController, Fail, "no controller is leading"},
-		{"no trace but ready pools", cluster{objects: []runtime.Object{}}, CheckController, OK, "readied 2 warm-pool sandboxes (sbx/sandboxd-pool)"},
+		{"no trace but ready pools", cluster{objects: []runtime.Object{}}, CheckController, OK, "warm pools hold 2 sandboxes the controller readied (sbx/sandboxd-pool)"},
 		{"no trace at all", cluster{objects: []runtime.Object{}, pools: []runtime.Object{pool("p", 1, 0), template("p")}}, CheckController, Warn, "cannot tell from the API"},
 		{"engine running", cluster{}, CheckNetPol, OK, "enforced by calico-node"},
 		{"engine down", cluster{objects: []runtime.Object{engine("cilium", 0)}}, CheckNetPol, Fail, "not running"},
