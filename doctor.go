@@ -36,7 +36,8 @@ OK, WARN or FAIL, with the fix.
   rbac           the identity may do each verb the server uses (SelfSubjectAccessReview),
                  naming the tool a missing one breaks
   metrics        metrics.k8s.io is served (get_sandbox_metrics)
-  networkpolicy  a NetworkPolicy engine runs (or: the API cannot tell)
+  networkpolicy  NetworkPolicy is enforced: with --probe, the probe's sandbox cannot reach
+                 the API server; else a known engine's DaemonSet runs (or: the API cannot tell)
   probe          with --probe: claim a sandbox, run ` + "`true`" + ` in it through the configured
                  connection, delete the claim
 

@@ -73,9 +73,16 @@ func Run(ctx context.Context, env Env) []Result {
 	} else {
 		out = append(out, checkPools(ctx, env))
 	}
-	out = append(out, checkRBAC(ctx, env), checkMetrics(ctx, env), checkNetworkPolicy(ctx, env))
+	// The probe runs before the NetworkPolicy check, which reads what its sandbox could
+	// reach, and prints last.
+	var probe Result
+	var eg egress
 	if env.Probe != nil {
-		out = append(out, runProbe(ctx, env, crds.Status != Fail))
+		probe, eg = runProbe(ctx, env, crds.Status != Fail)
+	}
+	out = append(out, checkRBAC(ctx, env), checkMetrics(ctx, env), checkNetworkPolicy(ctx, env, eg))
+	if env.Probe != nil {
+		out = append(out, probe)
 	}
 	return out
 }

@@ -234,15 +234,55 @@ func (f *fakeClaims) Delete(_ context.Context, ns, name, owner string) error {
 	return nil
 }
 
+// fakeExec answers `true` with code/err, and the egress test with egressCode after printing
+// the API server's address.
 type fakeExec struct {
-	err  error
-	code int
-	argv []string
+	err        error
+	code       int
+	egressCode int
+	argvs      [][]string
 }
 
 func (f *fakeExec) Exec(_ context.Context, _ conn.Target, req conn.ExecRequest) (conn.ExecResult, error) {
-	f.argv = req.Argv
+	f.argvs = append(f.argvs, req.Argv)
+	if req.Argv[0] == "bash" {
+		_, _ = req.Stdout.Write([]byte("10.96.0.1:443\n"))
+		return conn.ExecResult{ExitCode: f.egressCode}, nil
+	}
 	return conn.ExecResult{ExitCode: f.code}, f.err
+}
+
+// TestNetworkPolicyFromProbe: with --probe, what the probe's sandbox could reach decides.
+func TestNetworkPolicyFromProbe(t *testing.T) {
+	cases := []struct {
+		name       string
+		egressCode int
+		objects    []runtime.Object
+		want       Status
+		says       string
+	}{
+		{"blocked by timeout", 124, []runtime.Object{}, OK, "enforced: the probe's sandbox (pool sbx/sandboxd-pool) could not connect to the API server's Service at 10.96.0.1:443"},
+		{"refused", 1, []runtime.Object{}, OK, "enforced"},
+		{"reached", 0, []runtime.Object{engine("calico-node", 1)}, Warn, "reached the API server's Service at 10.96.0.1:443"},
+		{"no bash: the DaemonSets decide", 127, []runtime.Object{}, Warn, "cannot tell from the API"},
+		{"engine down wins", 124, []runtime.Object{engine("cilium", 0)}, Fail, "not running"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := cluster{objects: append(tc.objects, controllerDeploy(1))}.env(t)
+			exec := &fakeExec{egressCode: tc.egressCode}
+			env.Probe = &Prober{Claims: &fakeClaims{}, Conn: exec, Gap: time.Millisecond}
+			r := byCheck(Run(context.Background(), env))[CheckNetPol]
+			if r.Status != tc.want || !strings.Contains(r.Message, tc.says) {
+				t.Errorf("got %s %q, want %s containing %q", r.Status, r.Message, tc.want, tc.says)
+			}
+			// A connection that got through is tried again (a new pod's policy may lag); a
+			// blocked one is final.
+			if tries := len(exec.argvs) - 1; (tc.egressCode == 0 && tries != egressTries) || (tc.egressCode != 0 && tries != 1) {
+				t.Errorf("egress test ran %d times", tries)
+			}
+		})
+	}
 }
 
 func TestProbe(t *testing.T) {
@@ -262,7 +302,7 @@ func TestProbe(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			env := cluster{}.env(t)
-			env.Probe = &Prober{Claims: tc.claims, Conn: tc.exec, Wait: time.Second}
+			env.Probe = &Prober{Claims: tc.claims, Conn: tc.exec, Wait: time.Second, Gap: time.Millisecond}
 			r := byCheck(Run(context.Background(), env))[CheckProbe]
 			if r.Status != tc.want || !strings.Contains(r.Message, tc.says) {
 				t.Errorf("got %s %q, want %s containing %q", r.Status, r.Message, tc.want, tc.says)
@@ -273,8 +313,8 @@ func TestProbe(t *testing.T) {
 			if c := tc.claims.created; c.WarmPool != "sandboxd-pool" || c.ShutdownAfter == nil || !strings.HasPrefix(c.Owner, "doctor-") {
 				t.Errorf("claim request %+v: want the ready pool, a shutdown time and a doctor owner", c)
 			}
-			if tc.deletions > 0 && strings.Join(tc.exec.argv, " ") != "true" {
-				t.Errorf("ran %v, want true", tc.exec.argv)
+			if tc.deletions > 0 && (len(tc.exec.argvs) == 0 || strings.Join(tc.exec.argvs[0], " ") != "true") {
+				t.Errorf("ran %v, want true first", tc.exec.argvs)
 			}
 		})
 	}

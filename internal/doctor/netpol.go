@@ -16,16 +16,33 @@ var policyEngines = []string{
 	"kube-network-policies", "anetd", "azure-npm", "romana-agent",
 }
 
+const netpolFix = "make sure the cluster enforces NetworkPolicy (an engine such as Calico, Cilium or kube-router): the example templates' policy isolates sandboxes only then"
+
 // nonEnforcing are network plugins that do not enforce NetworkPolicy by themselves.
 var nonEnforcing = []string{"kube-flannel", "flannel"}
 
-// checkNetworkPolicy reports a known engine's DaemonSet, or says the API cannot tell (an
-// engine running as a host process, as on a hand-built node, leaves no object).
-func checkNetworkPolicy(ctx context.Context, env Env) Result {
+// checkNetworkPolicy reports what the probe's sandbox could reach when --probe ran (the one
+// test of enforcement itself), else a known engine's DaemonSet, else that the API cannot tell
+// (an engine running as a host process, as on a hand-built node, leaves no object).
+func checkNetworkPolicy(ctx context.Context, env Env, eg egress) Result {
+	r := engines(ctx, env)
+	if r.Status == Fail || !eg.tested {
+		return r
+	}
+	if eg.reached {
+		return Result{Check: CheckNetPol, Status: Warn, Fix: netpolFix,
+			Message: fmt.Sprintf("the probe's sandbox (pool %s) reached the API server's Service at %s (%d tries, %s apart): NetworkPolicy is not enforced, or the pool's template does not deny it (the example templates' policy does)", eg.pool, eg.addr, egressTries, egressGap)}
+	}
+	return Result{Check: CheckNetPol, Status: OK,
+		Message: fmt.Sprintf("enforced: the probe's sandbox (pool %s) could not connect to the API server's Service at %s, which its NetworkPolicy denies", eg.pool, eg.addr)}
+}
+
+// engines looks for a NetworkPolicy engine's DaemonSet.
+func engines(ctx context.Context, env Env) Result {
 	r := Result{Check: CheckNetPol}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	fix := "make sure the cluster enforces NetworkPolicy (an engine such as Calico, Cilium or kube-router): the example templates' policy isolates sandboxes only then"
+	fix := netpolFix
 	ds, err := env.Kube.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		r.Status, r.Fix = Warn, fix

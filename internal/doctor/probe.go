@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,8 @@ type Prober struct {
 	Conn   Execer
 	Pool   string        // "" : the pinned pool, else the namespace's first with a ready sandbox
 	Wait   time.Duration // how long the claim may take to be ready
+	// Gap is the pause between tries of the egress test (0: egressGap; tests shorten it).
+	Gap time.Duration
 }
 
 const (
@@ -44,11 +47,68 @@ const (
 	deleteTimeout = 30 * time.Second
 )
 
-func runProbe(ctx context.Context, env Env, crds bool) Result {
+// egressScript tries, from inside the sandbox, to connect to the API server's Service, which
+// the shipped templates' NetworkPolicy denies (egress only to DNS and public addresses). It
+// prints the address; exit 0: connected, 1 or 124 (timeout's): blocked, else untestable.
+const egressScript = `[ -n "$KUBERNETES_SERVICE_HOST" ] || exit 3
+command -v timeout >/dev/null || exit 4
+echo "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"
+exec timeout 3 bash -c 'exec 3<>"/dev/tcp/$KUBERNETES_SERVICE_HOST/$KUBERNETES_SERVICE_PORT"' 2>/dev/null`
+
+// egress is what the probe's sandbox found of NetworkPolicy: whether it reached the API server.
+type egress struct {
+	tested, reached bool
+	addr, pool      string
+}
+
+// egressTries and egressGap: an engine applies policy to a new pod within seconds (kube-router
+// on its next sync), and a pool's sandbox may have just started: a connection that got through
+// is tried again before it counts, for up to about egressTries × (egressGap + 3 s).
+const (
+	egressTries = 4
+	egressGap   = 2 * time.Second
+)
+
+// testEgress runs egressScript in the probe's sandbox until it is blocked or egressTries ran.
+func (p *Prober) testEgress(ctx context.Context, t conn.Target, pool string) egress {
+	gap := p.Gap
+	if gap <= 0 {
+		gap = egressGap
+	}
+	var e egress
+	for try := 0; try < egressTries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return e
+			case <-time.After(gap):
+			}
+		}
+		var out bytes.Buffer
+		res, err := p.Conn.Exec(ctx, t, conn.ExecRequest{Argv: []string{"bash", "-c", egressScript}, Timeout: execTimeout, Stdout: &out, Stderr: io.Discard})
+		e = egress{pool: pool, addr: strings.TrimSpace(out.String())}
+		if err != nil || e.addr == "" {
+			return e
+		}
+		switch res.ExitCode {
+		case 0:
+			e.tested, e.reached = true, true
+		case 1, 124:
+			e.tested = true
+			return e
+		default:
+			return e
+		}
+	}
+	return e
+}
+
+func runProbe(ctx context.Context, env Env, crds bool) (Result, egress) {
 	r := Result{Check: CheckProbe}
+	var eg egress
 	if !crds {
 		r.Status, r.Message, r.Fix = Fail, "not run: the agent-sandbox CRDs are missing", installAdvice()
-		return r
+		return r, eg
 	}
 	p := env.Probe
 	ns := env.Namespace
@@ -58,7 +118,7 @@ func runProbe(ctx context.Context, env Env, crds bool) Result {
 	pool, err := p.pool(ctx, env, ns)
 	if err != nil {
 		r.Status, r.Message, r.Fix = Fail, err.Error(), "create a warm pool (deploy/examples/sandbox-pools.yaml) or name one with --probe-pool"
-		return r
+		return r, eg
 	}
 	owner := "doctor-" + randomHex()
 	after := probeLifetime
@@ -68,12 +128,15 @@ func runProbe(ctx context.Context, env Env, crds bool) Result {
 		// Create deletes its claim on every failure.
 		r.Status, r.Message = Fail, fmt.Sprintf("claiming a sandbox from pool %s/%s: %v", ns, pool, err)
 		r.Fix = "see the controller check and the pools check; kubectl -n " + ns + " describe sandboxwarmpool " + pool
-		return r
+		return r, eg
 	}
 	bound := time.Since(start).Round(100 * time.Millisecond)
 	var stderr bytes.Buffer
 	t := conn.Target{Namespace: claim.Namespace, SandboxName: claim.SandboxName, PodIPs: claim.PodIPs, ServiceFQDN: claim.ServiceFQDN}
 	res, execErr := p.Conn.Exec(ctx, t, conn.ExecRequest{Argv: []string{"true"}, Timeout: execTimeout, Stdout: io.Discard, Stderr: &stderr})
+	if execErr == nil && res.ExitCode == 0 {
+		eg = p.testEgress(ctx, t, ns+"/"+pool)
+	}
 	// Deleted on a context of its own: an interrupted doctor still removes its claim.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 	delErr := p.Claims.Delete(dctx, ns, claim.Name, owner)
@@ -96,7 +159,7 @@ func runProbe(ctx context.Context, env Env, crds bool) Result {
 	} else {
 		r.Message += "; claim deleted"
 	}
-	return r
+	return r, eg
 }
 
 // pool is the pool to probe: the flag's, the pinned one, or the first with a ready sandbox.
