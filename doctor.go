@@ -17,6 +17,7 @@ import (
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/config"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/doctor"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/tools"
 )
 
 // doctorRequestTimeout bounds every API request of doctor, discovery included (whose calls
@@ -49,6 +50,8 @@ Flags:
 // doctorFlags are doctor's command line: its own flags, and kubectl's as the server has them.
 type doctorFlags struct {
 	envFile, output, probePool string
+	toolsets                   string // as the server's --toolsets: overrides K8S_SANDBOX_TOOLSETS
+	sel                        tools.Selection
 	probe                      bool
 	probeWait                  time.Duration
 	kube                       *genericclioptions.ConfigFlags
@@ -64,6 +67,7 @@ func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
 	var f doctorFlags
 	fs.StringVar(&f.envFile, "env-file", "", "read K8S_SANDBOX_* settings from this file (the environment wins), as the server does")
 	fs.StringVarP(&f.output, "output", "o", "text", "text (one line per check) or json (one object per check, a line each)")
+	fs.StringVar(&f.toolsets, "toolsets", "", "the toolsets the server lists, as its --toolsets (default $K8S_SANDBOX_TOOLSETS or all): without metrics, the metrics API is not checked")
 	fs.BoolVar(&f.probe, "probe", false, "also claim a sandbox, run `true` in it through the configured connection, and delete it")
 	fs.StringVar(&f.probePool, "probe-pool", "", "warm pool the probe claims from (default: the pinned one, else the first with a ready sandbox)")
 	fs.DurationVar(&f.probeWait, "probe-timeout", kube.DefaultReadyTimeout, "how long the probe's claim may take to be ready")
@@ -92,6 +96,10 @@ func runDoctor(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		return 2
 	}
 	cfg, err := config.Load(config.Source{Environ: environ, EnvFile: f.envFile, DotEnv: ".env"})
+	if err == nil {
+		f.sel = tools.Selection{Toolsets: toolsetList(f.toolsets, cfg.Toolsets)}
+		err = f.sel.Validate()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "k8s-sandbox-mcp doctor: %v\n", err)
 		return 2
@@ -128,7 +136,8 @@ func doctorRun(ctx context.Context, f doctorFlags, cfg config.Config, environ []
 	if err != nil {
 		return nil, err
 	}
-	env := doctor.Env{Kube: kc, Extensions: ext, Config: cfg, Server: rc.Host, User: ka.user, Namespace: ka.namespace}
+	env := doctor.Env{Kube: kc, Extensions: ext, Config: cfg, Server: rc.Host, User: ka.user, Namespace: ka.namespace,
+		NoMetricsTool: !f.sel.Includes(tools.ToolsetMetrics)}
 	if cfg.PinNamespace != "" {
 		env.Namespace = cfg.PinNamespace
 	}

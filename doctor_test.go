@@ -23,6 +23,7 @@ func TestDoctorInvocation(t *testing.T) {
 		{"help", []string{"doctor", "--help"}, env, 0, "", "Usage: k8s-sandbox-mcp doctor"},
 		{"bad output", []string{"doctor", "-o", "yaml"}, env, 2, "", "--output must be text or json"},
 		{"stray argument", []string{"doctor", "now"}, env, 2, "", "doctor takes no arguments"},
+		{"unknown toolset", []string{"doctor", "--toolsets", "nope"}, env, 2, "", `unknown toolset "nope"`},
 		{"bad settings", []string{"doctor"}, []string{"K8S_SANDBOX_CONNECTION__TYPE=nope"}, 2, "", "K8S_SANDBOX_CONNECTION__TYPE"},
 		{"no kubeconfig", []string{"doctor"}, env, 1, "FAIL api", ""},
 		{"main help names doctor", []string{"--help"}, env, 0, "", "k8s-sandbox-mcp doctor [flags]"},

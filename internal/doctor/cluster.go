@@ -205,6 +205,10 @@ func reason(err error) string {
 
 func checkMetrics(ctx context.Context, env Env) Result {
 	r := Result{Check: CheckMetrics}
+	if env.NoMetricsTool {
+		r.Status, r.Message = OK, "not needed: the settings leave the metrics toolset (get_sandbox_metrics) out"
+		return r
+	}
 	list, err := env.Kube.Discovery().ServerResourcesForGroupVersion(metricsGV)
 	fix := "install metrics-server (kubectl apply -f https://github.com/kubernetes-sigs/metrics-server/releases/latest/download/components.yaml), " +
 		"or leave the metrics toolset out (--toolsets, K8S_SANDBOX_TOOLSETS)"

@@ -56,6 +56,9 @@ type Env struct {
 	// Server and User describe the connection (for the api line); Namespace is where calls
 	// without a namespace go (the pinned one, else the kubeconfig's), as the server uses it.
 	Server, User, Namespace string
+	// NoMetricsTool: the settings leave get_sandbox_metrics out, so the metrics API and its
+	// verb are not needed.
+	NoMetricsTool bool
 	// Probe, when set, creates a claim and runs `true` in it through the server's connection.
 	Probe *Prober
 }

@@ -164,6 +164,20 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestMetricsToolOff: without the metrics toolset neither the metrics API nor its verb is
+// needed: no FAIL for a cluster without metrics-server.
+func TestMetricsToolOff(t *testing.T) {
+	env := cluster{noMetrics: true, deny: map[string]bool{"pods/get": true}}.env(t)
+	env.NoMetricsTool = true
+	rs := byCheck(Run(context.Background(), env))
+	if r := rs[CheckMetrics]; r.Status != OK || !strings.Contains(r.Message, "not needed") {
+		t.Errorf("metrics: %+v", r)
+	}
+	if r := rs[CheckRBAC]; r.Status != OK {
+		t.Errorf("rbac asked for the metrics verb: %+v", r)
+	}
+}
+
 func TestHealthyAllOKInOrder(t *testing.T) {
 	rs := Run(context.Background(), cluster{}.env(t))
 	var order []string

@@ -81,6 +81,8 @@ func (v Verb) scope(env Env) []string {
 		return []string{env.Config.Connection.GatewayNamespace}
 	case v.Component == componentCustom && len(env.Config.Custom.AllowedImages) == 0:
 		return nil
+	case v.Group == "metrics.k8s.io" && env.NoMetricsTool:
+		return nil
 	case v.Resource == "leases":
 		return []string{env.Namespace} // stdio's Lease lives in the default namespace
 	}
