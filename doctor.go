@@ -128,6 +128,9 @@ func doctorRun(ctx context.Context, f doctorFlags, cfg config.Config, environ []
 	}
 	rc := rest.CopyConfig(ka.rest)
 	rc.Timeout = doctorRequestTimeout
+	// One short burst of reads (a review per verb and namespace): client-go's default of 5
+	// requests a second would make it wait for nothing.
+	rc.QPS, rc.Burst = 50, 100
 	kc, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
