@@ -61,14 +61,8 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 	if f.logLevel == "" {
 		f.logLevel = a.cfg.LogLevel
 	}
-	sel := tools.Selection{Toolsets: a.cfg.Toolsets, ReadOnly: a.cfg.ReadOnly || f.readOnly,
+	sel := tools.Selection{Toolsets: toolsetList(f.toolsets, a.cfg.Toolsets), ReadOnly: a.cfg.ReadOnly || f.readOnly,
 		DisableDestructive: a.cfg.DisableDestructive || f.disableDestructive}
-	if f.toolsets != "" {
-		sel.Toolsets = strings.Split(f.toolsets, ",")
-		for i := range sel.Toolsets {
-			sel.Toolsets[i] = strings.TrimSpace(sel.Toolsets[i])
-		}
-	}
 	if err := sel.Validate(); err != nil {
 		return nil, err
 	}
@@ -153,6 +147,18 @@ func newApp(ctx context.Context, f flags, environ []string, stderr io.Writer) (*
 		}()
 	}
 	return a, nil
+}
+
+// toolsetList is the --toolsets flag's comma list when given, else the setting's.
+func toolsetList(flag string, setting []string) []string {
+	if flag == "" {
+		return setting
+	}
+	list := strings.Split(flag, ",")
+	for i := range list {
+		list[i] = strings.TrimSpace(list[i])
+	}
+	return list
 }
 
 // warnUnknown flags K8S_SANDBOX_* names nobody reads (typos); config leaves the AUTH__ and

@@ -1,5 +1,6 @@
 // Command k8s-sandbox-mcp is an MCP server that lets language models create, use and delete
-// Kubernetes agent sandboxes. It serves stdio by default and streamable HTTP with --http.
+// Kubernetes agent sandboxes. It serves stdio by default and streamable HTTP with --http;
+// `k8s-sandbox-mcp doctor` checks a cluster for what the server needs.
 package main
 
 import (
@@ -43,6 +44,9 @@ type flags struct {
 // run is main without the process. Exit code 2 means the invocation or the settings are
 // wrong (one line on stderr names what to fix); 1 means serving failed.
 func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "doctor" {
+		return runDoctor(ctx, args[1:], environ, stdout, stderr)
+	}
 	f, err := parseFlags(args, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
@@ -76,6 +80,11 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs := pflag.NewFlagSet("k8s-sandbox-mcp", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: k8s-sandbox-mcp [flags]          serve MCP (stdio, or HTTP with --http)\n"+
+			"       k8s-sandbox-mcp doctor [flags]   check the cluster for what the server needs (doctor --help)\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	var f flags
 	fs.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8000, or a bare port for loopback) at /mcp instead of stdio")
 	fs.StringVar(&f.envFile, "env-file", "", "read K8S_SANDBOX_* settings from this file (the environment wins)")

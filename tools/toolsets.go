@@ -12,17 +12,21 @@ import (
 // ToolsetAll selects every toolset.
 const ToolsetAll = "all"
 
+// ToolsetMetrics is get_sandbox_metrics's set, the one tool that reads the metrics API
+// (doctor checks that API only when it is listed).
+const ToolsetMetrics = "metrics"
+
 // toolsets group the tool table by what a model does with it, so an operator can give a model
 // less (and a smaller tool list): each tool is in exactly one set (TestToolsetsCoverEveryTool).
 var toolsets = map[string][]string{
 	"sandbox": {"create_sandbox", "delete_sandbox", "get_sandbox_status", "extend_sandbox", "suspend_sandbox", "resume_sandbox",
 		"list_sandboxes", "list_sandbox_templates"},
-	"exec":      {"execute_command", "run_code"},
-	"files":     {"upload_file", "download_file", "list_files", "file_exists", "copy_to_sandbox", "copy_from_sandbox", "create_transfer_url"},
-	"workspace": {"read_file", "edit_file", "search_files", "make_directory", "move_path", "remove_path", "upload_archive", "download_archive"},
-	"process":   {"start_process", "read_process_output", "write_process_stdin", "signal_process", "list_processes"},
-	"ports":     {"expose_port", "unexpose_port"},
-	"metrics":   {"get_sandbox_metrics"},
+	"exec":         {"execute_command", "run_code"},
+	"files":        {"upload_file", "download_file", "list_files", "file_exists", "copy_to_sandbox", "copy_from_sandbox", "create_transfer_url"},
+	"workspace":    {"read_file", "edit_file", "search_files", "make_directory", "move_path", "remove_path", "upload_archive", "download_archive"},
+	"process":      {"start_process", "read_process_output", "write_process_stdin", "signal_process", "list_processes"},
+	"ports":        {"expose_port", "unexpose_port"},
+	ToolsetMetrics: {"get_sandbox_metrics"},
 }
 
 // ToolsetNames lists the toolsets an operator may name, all included, sorted.
@@ -41,6 +45,12 @@ type Selection struct {
 // ReadOnly or DisableDestructive. create_transfer_url's upload URLs and the HTTP front that
 // serves them follow it (an upload replaces the file at its path).
 func (s Selection) AllowsOverwrite() bool { return !s.ReadOnly && !s.DisableDestructive }
+
+// Includes reports whether the selection names the toolset, or every set (ReadOnly and
+// DisableDestructive aside, which filter within sets).
+func (s Selection) Includes(toolset string) bool {
+	return len(s.Toolsets) == 0 || slices.Contains(s.Toolsets, ToolsetAll) || slices.Contains(s.Toolsets, toolset)
+}
 
 // Validate refuses a toolset name no set has, naming the ones there are.
 func (s Selection) Validate() error {

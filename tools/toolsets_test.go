@@ -230,3 +230,14 @@ func TestInstructionsNameOnlyListedTools(t *testing.T) {
 		}
 	}
 }
+
+func TestSelectionIncludes(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		want bool
+	}{{nil, true}, {[]string{ToolsetAll}, true}, {[]string{"exec", ToolsetMetrics}, true}, {[]string{"exec"}, false}} {
+		if got := (Selection{Toolsets: tc.sets}).Includes(ToolsetMetrics); got != tc.want {
+			t.Errorf("%v includes metrics: %v, want %v", tc.sets, got, tc.want)
+		}
+	}
+}
