@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/conn"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/auth"
@@ -181,4 +182,36 @@ func TestSchemaListsTheServersNames(t *testing.T) {
 			t.Errorf("values.schema.json's %s %v, the server's %v", c.what, c.got, c.wants)
 		}
 	}
+}
+
+// TestREADMEListsEveryValue: the chart's README has a row for every value of values.yaml
+// (free-form maps count as one value).
+func TestREADMEListsEveryValue(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(chart, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(chart, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeForm := []string{"resources", "autoscaling.behavior"}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			path := prefix + k
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && !slices.Contains(freeForm, path) {
+				walk(path+".", sub)
+				continue
+			}
+			if !strings.Contains(string(readme), "`"+path+"`") {
+				t.Errorf("the chart's README does not describe %s", path)
+			}
+		}
+	}
+	walk("", values)
 }
