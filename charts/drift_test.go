@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -66,7 +67,7 @@ func TestChartRendersDeploy(t *testing.T) {
 					continue
 				}
 				if !reflect.DeepEqual(g.Object, w.Object) {
-					t.Errorf("%s differs.\nchart:\n%s\ndeploy/:\n%s", k, toYAML(t, g.Object), toYAML(t, w.Object))
+					t.Errorf("%s differs at %v.\nchart:\n%s\ndeploy/:\n%s", k, diffPaths("", g.Object, w.Object), toYAML(t, g.Object), toYAML(t, w.Object))
 				}
 			}
 			for k := range got {
@@ -151,6 +152,38 @@ func strip(v any) {
 			strip(e)
 		}
 	}
+}
+
+// diffPaths lists the paths (.spec.replicas, .spec.ports[1]) where a and b differ.
+func diffPaths(path string, a, b any) []string {
+	switch a := a.(type) {
+	case map[string]any:
+		if b, ok := b.(map[string]any); ok {
+			var out []string
+			for k := range a {
+				out = append(out, diffPaths(path+"."+k, a[k], b[k])...)
+			}
+			for k := range b {
+				if _, ok := a[k]; !ok {
+					out = append(out, path+"."+k)
+				}
+			}
+			slices.Sort(out)
+			return out
+		}
+	case []any:
+		if b, ok := b.([]any); ok && len(a) == len(b) {
+			var out []string
+			for i := range a {
+				out = append(out, diffPaths(fmt.Sprintf("%s[%d]", path, i), a[i], b[i])...)
+			}
+			return out
+		}
+	}
+	if reflect.DeepEqual(a, b) {
+		return nil
+	}
+	return []string{path}
 }
 
 func toYAML(t *testing.T, v any) string {
