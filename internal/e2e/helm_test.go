@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,12 +26,12 @@ import (
 
 // TestHelmChart installs charts/k8s-sandbox-mcp with helm on the stack, into a namespace of its
 // own that enforces Pod Security "restricted", serving a test namespace of its own; drives
-// every tool through the installed Service and reads the installed metrics port; then
-// uninstalls it and checks that no object of the release is left, cluster-scoped ones included.
+// every tool through the installed Service and reads the installed metrics port; upgrades it
+// to another connection type and drives every tool again; then uninstalls it and checks that no object of the release is left, cluster-scoped ones included.
 func TestHelmChart(t *testing.T) {
 	t.Parallel()
 	helm := helmBinary(t)
-	ns := stack.Namespace(t) // its sandboxd-pool is ready
+	ns := stack.Namespace(t, bothPools...)
 	ctx := t.Context()
 	server, err := stack.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "helm-e2e-", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}, metav1.CreateOptions{})
@@ -106,6 +107,50 @@ func TestHelmChart(t *testing.T) {
 	if !counted {
 		t.Errorf("no replica of %d counts the scenario's create_sandbox calls", len(pods.Items))
 	}
+
+	// helm upgrade to another connection type: the changed ConfigMap rolls the pods (the
+	// template's checksum), and the new ones reach the python runtime by pod IP.
+	serverPodNames := func() []string {
+		pods, err := stack.Kube.CoreV1().Pods(server.Name).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	before := serverPodNames()
+	start = time.Now()
+	run("upgrade", release, chart, "--namespace", server.Name, "--reuse-values", "--wait", "--timeout", "5m",
+		"--set", "connection.type=in-cluster", "--set", "connection.inCluster.usePodIP=true")
+	kubectl(t, "-n", server.Name, "rollout", "status", "deploy/"+name, "--timeout=180s")
+	waitFor(t, 2*time.Minute, func() bool { // the old pods serve while they drain
+		pods, err := stack.Kube.CoreV1().Pods(server.Name).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		if err != nil {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("helm upgrade and rollout: %v", time.Since(start).Round(time.Second))
+	cm, err := stack.Kube.CoreV1().ConfigMaps(server.Name).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || cm.Data["K8S_SANDBOX_CONNECTION__TYPE"] != "in-cluster" || cm.Data["K8S_SANDBOX_CONNECTION__MODE"] != "" {
+		t.Fatalf("after the upgrade the ConfigMap holds %v (%v)", cm.Data, err)
+	}
+	if after := serverPodNames(); len(after) == 0 || slices.ContainsFunc(after, func(p string) bool { return slices.Contains(before, p) }) {
+		t.Fatalf("the upgrade did not replace the server pods %v: now %v", before, after)
+	}
+	cs, err = authSession(t, base, token, "")
+	if err != nil {
+		t.Fatalf("after the upgrade: %v", err)
+	}
+	scenarioWith(t, cs, ns.Name, "python-pool", 5*time.Second)
 
 	start = time.Now()
 	run("uninstall", release, "--namespace", server.Name, "--wait", "--timeout", "3m")
