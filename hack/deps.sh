@@ -62,3 +62,6 @@ if [ ! -x "$GOTESTSUM" ]; then
   echo "deps: installing gotestsum $GOTESTSUM_VERSION" >&2
   GOBIN=$(dirname "$GOTESTSUM") go install "gotest.tools/gotestsum@$GOTESTSUM_VERSION"
 fi
+
+# Helm v4 for the chart's tests (charts/, internal/e2e's TestHelmChart).
+"$here/helm.sh" --path >/dev/null

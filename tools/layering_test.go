@@ -47,6 +47,9 @@ func TestLayering(t *testing.T) {
 		{"internal/telemetry", nil, nil},
 		{"internal/tracing", nil, []string{mcpgo}},
 		{"bench/load", nil, []string{gosdk}},
+		// The chart's tests check its settings with the server's parser and its schema's names
+		// against the server's lists.
+		{"charts", []string{"conn", "internal/auth", "internal/config", "internal/serve", "tools"}, nil},
 		// A test OIDC issuer, and the principal and owner label functions and label keys, to find what a
 		// principal owns; the load generator and its round-robin front; the bound an unexposed
 		// stream is held to (ports.StreamsEndWithin); the memory the documented formula allows (budget.WorstCase).

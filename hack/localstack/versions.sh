@@ -63,6 +63,10 @@ IMAGES_DIR=$LOCALSTACK_CACHE/images
 # Test tooling: gotestsum runs hack/test.sh's stack packages (hack/deps.sh installs it).
 GOTESTSUM_VERSION=v1.13.0
 GOTESTSUM=$LOCALSTACK_CACHE/bin/gotestsum-$GOTESTSUM_VERSION/gotestsum
+# Helm v4 (hack/helm.sh builds it from the Go module proxy, as go install does gotestsum): the
+# chart's unit tests (charts/) template and lint it, internal/e2e installs it on the stack.
+HELM_VERSION=v4.3.2
+HELM=$LOCALSTACK_CACHE/bin/helm-$HELM_VERSION/helm
 # The benchmark's tool-list baseline (hack/bench.sh item 10): kubernetes-mcp-server's binary from npm.
 KMS_VERSION=0.0.67
 KMS_BIN=$LOCALSTACK_CACHE/npm/kubernetes-mcp-server-$KMS_VERSION/node_modules/kubernetes-mcp-server-linux-amd64/bin/kubernetes-mcp-server-linux-amd64
