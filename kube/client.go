@@ -49,6 +49,7 @@ type Client struct {
 	renewed  renewals
 	events   typedcorev1.EventsGetter        // nil: expiries are reported as plain "not found"
 	leases   coordinationclient.LeasesGetter // nil: Hold fails (holder.go)
+	pods     typedcorev1.PodsGetter          // nil: statuses say nothing of the pod (podstate.go)
 	// pauseLifetime: Suspend removes the claim's shutdownTime and Resume restores it.
 	pauseLifetime bool
 	notices       func(Notice) // nil: none are sent (notice.go)
@@ -113,6 +114,7 @@ func New(cfg *rest.Config, ownerLabelKey string, opts ...Option) (*Client, error
 	}
 	c.recorder, c.stopRec = newAuditor(events)
 	c.events = events
+	c.pods = events
 	if c.leases, err = coordinationclient.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("building leases client: %w", err)
 	}

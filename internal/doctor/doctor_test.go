@@ -88,7 +88,8 @@ func (c cluster) env(t *testing.T) Env {
 	kc.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
 		attr := r.Spec.ResourceAttributes
-		r.Status.Allowed = !c.deny[attr.Resource+"/"+attr.Verb]
+		// "resource/verb" denies it in every group; "group:resource/verb" in that one.
+		r.Status.Allowed = !c.deny[attr.Resource+"/"+attr.Verb] && !c.deny[attr.Group+":"+attr.Resource+"/"+attr.Verb]
 		return true, r, nil
 	})
 	pools := c.pools
@@ -167,7 +168,7 @@ func TestRun(t *testing.T) {
 // TestMetricsToolOff: without the metrics toolset neither the metrics API nor its verb is
 // needed: no FAIL for a cluster without metrics-server.
 func TestMetricsToolOff(t *testing.T) {
-	env := cluster{noMetrics: true, deny: map[string]bool{"pods/get": true}}.env(t)
+	env := cluster{noMetrics: true, deny: map[string]bool{"metrics.k8s.io:pods/get": true}}.env(t)
 	env.NoMetricsTool = true
 	rs := byCheck(Run(context.Background(), env))
 	if r := rs[CheckMetrics]; r.Status != OK || !strings.Contains(r.Message, "not needed") {

@@ -51,6 +51,7 @@ var Verbs = []Verb{
 	{componentBase, claimsGroup, "sandboxwarmpools", "list", true, "list_sandbox_templates, create_sandbox's hint naming the pools"},
 	{componentBase, claimsGroup, "sandboxtemplates", "list", true, "list_sandbox_templates"},
 	{componentBase, "metrics.k8s.io", "pods", "get", true, "get_sandbox_metrics from metrics-server (it falls back to reading inside the sandbox)"},
+	{componentBase, "", "pods", "get", false, "get_sandbox_status saying why a pod is not running (evicted, killed, an image it cannot pull)"},
 	{componentBase, "", "events", "create", false, "the audit trail (Events on claims)"},
 	{componentBase, "", "events", "patch", false, "the audit trail (Events on claims)"},
 	{componentBase, "", "events", "list", false, "saying when an expired sandbox expired"},

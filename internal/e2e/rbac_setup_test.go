@@ -66,7 +66,7 @@ var specPerms = []perm{
 	{claimsGroup, "sandboxwarmpools", "get"}, {claimsGroup, "sandboxwarmpools", "create"}, {claimsGroup, "sandboxwarmpools", "patch"},
 	{claimsGroup, "sandboxwarmpools", "delete"}, {sandboxGroup, "sandboxes", "patch"},
 	{coordinationGroup, "leases", "create"}, {coordinationGroup, "leases", "patch"}, {coordinationGroup, "leases", "list"},
-	{coordinationGroup, "leases", "delete"},
+	{coordinationGroup, "leases", "delete"}, {"", "pods", "get"},
 }
 
 // optionalPerms are granted because the spec lists them; the server works without them:
@@ -75,12 +75,13 @@ var specPerms = []perm{
 // delete on warm pools and templates keep sandboxes built to order tidy (marking a reused derived
 // pool, collecting unused ones: TestCreateToOrder), and a create works without them; events
 // are the audit trail (TestPrometheusMetrics reads them), which no tool waits for, and list
-// on them only says when an expired sandbox expired (without it: plain "not found"); leases
+// on them only says when an expired sandbox expired (without it: plain "not found"); get on
+// pods says why a pod is not running in get_sandbox_status (without it: the Sandbox's word); leases
 // tell a stdio process of a fixed owner whether another one is alive (without them its end
 // keeps the owner's sandboxes: TestRBACUnderTheRealAPIServer).
 var optionalPerms = append([]perm{{sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"}, {gatewayGroup, "gateways", "list"},
 	{claimsGroup, "sandboxwarmpools", "patch"}, {claimsGroup, "sandboxwarmpools", "delete"}, {claimsGroup, "sandboxtemplates", "delete"},
-	{"", "events", "create"}, {"", "events", "patch"}, {"", "events", "list"}}, leasePerms...)
+	{"", "events", "create"}, {"", "events", "patch"}, {"", "events", "list"}, {"", "pods", "get"}}, leasePerms...)
 
 // leasePerms are what a stdio process of a fixed owner needs to hold its Lease.
 var leasePerms = []perm{{coordinationGroup, "leases", "create"}, {coordinationGroup, "leases", "patch"},
