@@ -25,8 +25,14 @@ repo=$(cd "$here/../.." && pwd)
 mod=$here/build/images
 
 FORWARD_IMAGE=localhost/k8s-sandbox-mcp/forward:dev
-SANDBOXD_IMAGE=localhost/k8s-sandbox-mcp/sandboxd:$AGENT_SANDBOX_VERSION
-PYTHON_IMAGE=localhost/k8s-sandbox-mcp/python-runtime:$AGENT_SANDBOX_VERSION
+# The sandbox images under the names deploy/examples gives them, as a kind user side-loads
+# them (the templates' imagePullPolicy is IfNotPresent: the kubelet finds them and pulls
+# nothing). The python runtime is the one upstream publishes for each release
+# (registry.k8s.io/agent-sandbox/python-runtime-sandbox); sandboxd has no published release
+# image, and kind.local/ is the prefix upstream's own tooling (dev/tools/push-images,
+# `make deploy-kind`) gives the images it builds and loads into kind.
+SANDBOXD_IMAGE=kind.local/sandboxd:$AGENT_SANDBOX_VERSION
+PYTHON_IMAGE=registry.k8s.io/agent-sandbox/python-runtime-sandbox:$AGENT_SANDBOX_VERSION
 SERVER_IMAGE=localhost/k8s-sandbox-mcp/server:dev
 COREDNS_IMAGE=localhost/k8s-sandbox-mcp/coredns:$COREDNS_VERSION
 METRICS_SERVER_IMAGE=localhost/k8s-sandbox-mcp/metrics-server:$METRICS_SERVER_VERSION

@@ -75,7 +75,7 @@ func (p probe) claimAlive(t *testing.T) {
 // toOrderFails: create_sandbox with cpus (a sandbox built to order) is refused, and no claim is made.
 func toOrderFails(t *testing.T, p probe, q perm) {
 	tag := q.verb + "-" + q.resource
-	s := p.session(t, customEnv...)
+	s := p.session(t, customEnv()...)
 	p.forbidden(t, callError(t, s, "create_sandbox", map[string]any{"warmpool": localstack.PythonPool, "namespace": p.ns,
 		"cpus": 0.25, "labels": map[string]any{caseLabel: tag}}), q)
 	waitNoClaims(t, p.ns, caseLabel, tag)
