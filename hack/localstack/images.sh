@@ -48,7 +48,7 @@ BASE_PKGS="base-files bash dash coreutils util-linux grep sed findutils diffutil
 # requirements.txt also installs pandas, scikit-learn and lightgbm for the model's own use:
 # left out here (they would be most of the image).
 PYTHON_PKGS="python3 python3-fastapi python3-uvicorn python3-multipart"
-# What gcr.io/distroless/static (the base of the server, CoreDNS and metrics-server images)
+# What gcr.io/distroless/static (the base of the CoreDNS and metrics-server images)
 # is made of.
 STATIC_PKGS="base-files netbase tzdata media-types"
 # Packages only maintainer scripts use: never run here, so they are deemed installed rather
@@ -321,7 +321,7 @@ compile_python() {
 
 # static_base: the rootfs of gcr.io/distroless/static:nonroot (base-files, netbase, tzdata,
 # media-types, the CA bundle, passwd/group with nonroot 65532, /tmp, /home/nonroot), built
-# once per run and shared by the server, CoreDNS and metrics-server images.
+# once per run and shared by the CoreDNS and metrics-server images.
 static_base() {
   [ -d "$work/static" ] && return 0
   local s=$work/static.tmp pkgs p
