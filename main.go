@@ -17,6 +17,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	// Mozilla's roots, used only where the system has none: the server's image (hack/image.sh,
+	// .ko.yaml) carries no CA bundle, and an OIDC issuer or a public sandbox URL is verified
+	// against these there.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/tools"

@@ -57,7 +57,7 @@ func TestChartOptions(t *testing.T) {
 				if vars["K8S_SANDBOX_ALLOWED_NAMESPACES"] != "team-a,team-b" || vars["K8S_SANDBOX_PROBE_NAMESPACE"] != "team-a" {
 					t.Errorf("settings %v", vars)
 				}
-				if a := args(t, objs); !slices.Equal(a[:2], []string{"--namespace", "team-a"}) {
+				if a := args(t, objs); !slices.Equal(a[:4], []string{"--http", "0.0.0.0:8000", "--namespace", "team-a"}) {
 					t.Errorf("args %v", a)
 				}
 				to := field(t, find(t, objs, "NetworkPolicy", sa), "spec", "egress").([]any)[1].(map[string]any)["to"].([]any)

@@ -33,7 +33,7 @@ cleanup() { [ "$was_up" = 1 ] || hack/localstack/stack.sh down >/dev/null 2>&1 |
 trap cleanup EXIT
 hack/localstack/stack.sh up >/dev/null
 mkdir -p bin
-# The binary measured is the one that ships: static, built as install.sh and deploy/Dockerfile
+# The binary measured is the one that ships: static, built as install.sh and hack/image.sh (ko)
 # build it (the default CGO_ENABLED=1 links dynamically here, through kustomize's use of Go's
 # plugin package). The baseline server is built the same way so that start-up compares alike.
 static() { CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" "$@"; }

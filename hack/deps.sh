@@ -65,3 +65,9 @@ fi
 
 # Helm v4 for the chart's tests (charts/, internal/e2e's TestHelmChart).
 "$here/helm.sh" --path >/dev/null
+# ko builds the server's image (hack/image.sh, which installs it the same way when missing): here
+# so that tests run in the stack's network namespace, which reaches no module proxy, find it.
+if [ ! -x "$KO" ]; then
+  echo "deps: installing ko $KO_VERSION" >&2
+  GOBIN=$(dirname "$KO") CGO_ENABLED=0 go install -trimpath "github.com/google/ko@$KO_VERSION"
+fi

@@ -15,7 +15,7 @@ type=${1:-sandboxd-in-cluster}
 addr=${MCP_ADDR:-127.0.0.1:8000}
 hack/deps.sh
 hack/localstack/stack.sh up >&2
-# The static binary, built as install.sh and deploy/Dockerfile build it.
+# The static binary, built as install.sh and hack/image.sh (ko, .ko.yaml) build it.
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/k8s-sandbox-mcp .
 . hack/localstack/versions.sh
 export KUBECONFIG=$LOCALSTACK_CACHE/run/kubeconfig K8S_SANDBOX_DNS_SERVER=10.96.0.10:53

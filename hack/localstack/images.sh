@@ -3,7 +3,7 @@
 # import`: no registry is reachable and no docker engine is needed. Debian images are made from
 # Debian packages (apt-get download + dpkg-deb, no maintainer scripts), the rest from static Go
 # binaries (hack/localstack/build/images) and the pinned binaries build.sh and build-node.sh
-# make (CoreDNS and metrics-server from $STACK_BIN).
+# make (CoreDNS and metrics-server from $STACK_BIN); the server's by hack/image.sh (ko).
 #
 #   images.sh [IMAGE...]   IMAGE: pause forward sandboxd python-runtime server coredns
 #                          metrics-server (default: all), or sandbox: the images of
@@ -25,9 +25,16 @@ repo=$(cd "$here/../.." && pwd)
 mod=$here/build/images
 
 FORWARD_IMAGE=localhost/k8s-sandbox-mcp/forward:dev
-SANDBOXD_IMAGE=localhost/k8s-sandbox-mcp/sandboxd:$AGENT_SANDBOX_VERSION
-PYTHON_IMAGE=localhost/k8s-sandbox-mcp/python-runtime:$AGENT_SANDBOX_VERSION
-SERVER_IMAGE=localhost/k8s-sandbox-mcp/server:dev
+# The sandbox images under the names deploy/examples gives them, as a kind user side-loads
+# them (the templates' imagePullPolicy is IfNotPresent: the kubelet finds them and pulls
+# nothing). The python runtime is the one upstream publishes for each release
+# (registry.k8s.io/agent-sandbox/python-runtime-sandbox); sandboxd has no published release
+# image, and kind.local/ is the prefix upstream's own tooling (dev/tools/push-images,
+# `make deploy-kind`) gives the images it builds and loads into kind.
+SANDBOXD_IMAGE=kind.local/sandboxd:$AGENT_SANDBOX_VERSION
+PYTHON_IMAGE=registry.k8s.io/agent-sandbox/python-runtime-sandbox:$AGENT_SANDBOX_VERSION
+# The server's image: deploy/deployment.yaml's name, hack/image.sh's build (ko).
+SERVER_IMAGE=$(server_image "$repo")
 COREDNS_IMAGE=localhost/k8s-sandbox-mcp/coredns:$COREDNS_VERSION
 METRICS_SERVER_IMAGE=localhost/k8s-sandbox-mcp/metrics-server:$METRICS_SERVER_VERSION
 ALL_IMAGES="pause forward sandboxd python-runtime server coredns metrics-server"
@@ -41,7 +48,7 @@ BASE_PKGS="base-files bash dash coreutils util-linux grep sed findutils diffutil
 # requirements.txt also installs pandas, scikit-learn and lightgbm for the model's own use:
 # left out here (they would be most of the image).
 PYTHON_PKGS="python3 python3-fastapi python3-uvicorn python3-multipart"
-# What gcr.io/distroless/static (the base of the server, CoreDNS and metrics-server images)
+# What gcr.io/distroless/static (the base of the CoreDNS and metrics-server images)
 # is made of.
 STATIC_PKGS="base-files netbase tzdata media-types"
 # Packages only maintainer scripts use: never run here, so they are deemed installed rather
@@ -64,13 +71,13 @@ tree_hash() {
   (cd "$dir" && find . "$@" -type f -print0 | sort -z | xargs -0 -r sha256sum) | hash
 }
 
-# server_src_hash: what deploy/Dockerfile's build reads from the clone: the root module's
-# Go sources (nested modules and tests excluded), go.mod, go.sum and the Dockerfile.
+# server_src_hash: what hack/image.sh's build reads from the clone: the root module's Go
+# sources (nested modules and tests excluded), go.mod, go.sum, .ko.yaml and the script itself.
 server_src_hash() {
   local nested
   nested=$(cd "$repo" && find . -mindepth 2 -name go.mod -not -path './.git/*' -printf '%h\n' | sort)
   (cd "$repo" && find . \( -name .git -o -name .tools -o -name bin \) -prune -o -type f \
-    \( -name '*.go' ! -name '*_test.go' -o -path ./go.mod -o -path ./go.sum -o -path ./deploy/Dockerfile \) -print0 |
+    \( -name '*.go' ! -name '*_test.go' -o -path ./go.mod -o -path ./go.sum -o -path ./.ko.yaml -o -path ./hack/image.sh \) -print0 |
     sort -z | while IFS= read -r -d '' f; do
       for n in $nested; do [[ $f == "$n"/* ]] && continue 2; done
       printf '%s\0' "$f"
@@ -314,7 +321,7 @@ compile_python() {
 
 # static_base: the rootfs of gcr.io/distroless/static:nonroot (base-files, netbase, tzdata,
 # media-types, the CA bundle, passwd/group with nonroot 65532, /tmp, /home/nonroot), built
-# once per run and shared by the server, CoreDNS and metrics-server images.
+# once per run and shared by the CoreDNS and metrics-server images.
 static_base() {
   [ -d "$work/static" ] && return 0
   local s=$work/static.tmp pkgs p
@@ -339,18 +346,18 @@ static_base() {
   mv "$s" "$work/static"
 }
 
-# build_server: exactly what deploy/Dockerfile makes: its go build of this clone on
-# gcr.io/distroless/static:nonroot, USER 65532:65532, port 8000.
+# build_server: the image hack/image.sh builds with ko (the one recipe; a release publishes the
+# same), this machine's platform of it, as a tarball named as deploy/deployment.yaml names it.
 build_server() { # <out>
-  local t0=$SECONDS b=$work/server
-  tools; static_base
-  (cd "$repo" && CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags="-s -w" \
-    -o "$b/k8s-sandbox-mcp" .) || die "go build of the server (deploy/Dockerfile's command) failed"
-  cp "$work/static.packages" "$work/packages"
-  make_image "$1" "$SERVER_IMAGE" "$t0" -want /k8s-sandbox-mcp=0:0 -want /home/nonroot=65532:65532 \
-    -want /etc/ssl/certs/ca-certificates.crt -want /usr/share/zoneinfo/UTC -want /tmp -- -layer "$work/static" -layer "$b" -owner /home/nonroot=65532:65532 \
-    -entrypoint '["/k8s-sandbox-mcp","--http","0.0.0.0:8000"]' -user 65532:65532 -workdir /home/nonroot \
-    -env "$PATH_ENV" -env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt -expose 8000/tcp
+  local t0=$SECONDS b=$work/server ref
+  tools
+  ref=$("$repo/hack/image.sh" "$b") || die "hack/image.sh failed"
+  "$work/bin/mkimage" from-layout -layout "$b/layout" -name "$SERVER_IMAGE" -out "$1.tmp" >/dev/null ||
+    die "mkimage from-layout $b/layout failed"
+  "$work/bin/mkimage" check -name "$SERVER_IMAGE" -want /ko-app/k8s-sandbox-mcp=0:0 -want /home/nonroot=65532:65532 \
+    -want /etc/passwd -want /tmp "$1.tmp" >&2 || { rm -f "$1.tmp"; die "$1.tmp does not read back"; }
+  mv "$1.tmp" "$1"
+  log "built $SERVER_IMAGE (index ${ref#* }) in $((SECONDS - t0))s: $1"
 }
 
 # build_coredns: upstream's Dockerfile: /coredns on distroless static:nonroot, USER
@@ -415,7 +422,7 @@ key_of() { # <image>: the cache key of its tarball
     echo "$tools_key $SANDBOXD_IMAGE $codename $(sha256sum <"$SANDBOX_BIN/sandboxd")" ;;
   python-runtime)
     echo "$tools_key $PYTHON_IMAGE $codename $(sha256sum <"$sbx_mod/examples/python-runtime-sandbox/main.py")" ;;
-  server) echo "$tools_key $SERVER_IMAGE $codename $(server_src_hash)" ;;
+  server) echo "$tools_key $SERVER_IMAGE $KO_VERSION $(server_src_hash)" ;;
   coredns | metrics-server)
     local bin=$STACK_BIN/$1 img=$COREDNS_IMAGE
     [ "$1" = coredns ] || img=$METRICS_SERVER_IMAGE

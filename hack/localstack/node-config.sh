@@ -123,7 +123,7 @@ image_names() {
   COREDNS_IMAGE=$(awk '$1 ~ /\/coredns:/ {print $1}' "$RUN/images")
   METRICS_SERVER_IMAGE=$(awk '$1 ~ /\/metrics-server:/ {print $1}' "$RUN/images")
   SANDBOXD_IMAGE=$(awk '$1 ~ /\/sandboxd:/ {print $1}' "$RUN/images")
-  PYTHON_IMAGE=$(awk '$1 ~ /\/python-runtime:/ {print $1}' "$RUN/images")
+  PYTHON_IMAGE=$(awk '$1 ~ /\/python-runtime-sandbox:/ {print $1}' "$RUN/images")
   [ -n "$COREDNS_IMAGE" ] && [ -n "$METRICS_SERVER_IMAGE" ] && [ -n "$SANDBOXD_IMAGE" ] && [ -n "$PYTHON_IMAGE" ] ||
     die "images.sh built no coredns, metrics-server, sandboxd or python-runtime image"
 }

@@ -119,8 +119,13 @@ cmd_up() {
     running=$(running_version)
     if [ "$running" = "$AGENT_SANDBOX_VERSION" ]; then
       # The stack may have been brought up from another clone (one a run left up, then
-      # removed): the files the tests read from a clone are this one's from now on.
-      sed -i -e "s|^POOLS_MANIFEST=.*|POOLS_MANIFEST=$POOLS|" -e "s|^SERVER_OVERLAY=.*|SERVER_OVERLAY=$here/manifests/server|" "$RUN/env"
+      # removed): the files the tests read from a clone are this one's from now on, and so are
+      # the images, under the names this clone's manifests give them (a warm images.sh only
+      # hashes; ctr adds them beside what the node has, which running pods keep using).
+      import_images
+      image_names
+      sed -i -e "s|^POOLS_MANIFEST=.*|POOLS_MANIFEST=$POOLS|" -e "s|^SERVER_OVERLAY=.*|SERVER_OVERLAY=$here/manifests/server|" \
+        -e "s|^SANDBOXD_IMAGE=.*|SANDBOXD_IMAGE=$SANDBOXD_IMAGE|" -e "s|^PYTHON_IMAGE=.*|PYTHON_IMAGE=$PYTHON_IMAGE|" "$RUN/env"
       log "already up and healthy"
       cmd_env_print
       return 0

@@ -60,6 +60,13 @@ else
   if [ -f "$SANDBOX_MOD/go.mod" ]; then SANDBOX_BIN+=-$(build_key "$SANDBOX_MOD"); fi
 fi
 IMAGES_DIR=$LOCALSTACK_CACHE/images
+# The server's image is built by ko (hack/image.sh), a daemonless OCI builder for Go, installed
+# from the Go module proxy and cached by version like the tools above.
+KO_VERSION=v0.19.1
+KO=$LOCALSTACK_CACHE/bin/ko-$KO_VERSION/ko
+# server_image <repository root> prints the server image's name: deploy/deployment.yaml's, the
+# one a release publishes, under which the local stack also loads its own build.
+server_image() { awk '$1 == "image:" {print $2; exit}' "$1/deploy/deployment.yaml"; }
 # Test tooling: gotestsum runs hack/test.sh's stack packages (hack/deps.sh installs it).
 GOTESTSUM_VERSION=v1.13.0
 GOTESTSUM=$LOCALSTACK_CACHE/bin/gotestsum-$GOTESTSUM_VERSION/gotestsum

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// customEnv enables sandboxes built to order for the local stack's images.
-var customEnv = []string{"K8S_SANDBOX_CUSTOM_SANDBOXES__ALLOWED_IMAGES=localhost/k8s-sandbox-mcp/*",
-	"K8S_SANDBOX_CUSTOM_SANDBOXES__MAX_CPU_MILLICORES=1000", "K8S_SANDBOX_CUSTOM_SANDBOXES__MAX_MEMORY_MIB=1024"}
+// customEnv enables sandboxes built to order for the local stack's images: those in the
+// repository of the python runtime's image (registry.k8s.io/agent-sandbox/*, the names
+// deploy/examples gives them), read from the stack, which may have been brought up before a
+// rename of the images.
+func customEnv() []string {
+	return []string{"K8S_SANDBOX_CUSTOM_SANDBOXES__ALLOWED_IMAGES=" + path.Dir(stack.Env["PYTHON_IMAGE"]) + "/*",
+		"K8S_SANDBOX_CUSTOM_SANDBOXES__MAX_CPU_MILLICORES=1000", "K8S_SANDBOX_CUSTOM_SANDBOXES__MAX_MEMORY_MIB=1024"}
+}
 
 // TestCreateToOrder: create_sandbox with image, cpus and memory runs in a pod with those limits,
 // through a template and pool derived from the warm pool's; the same shape reuses them, an image
@@ -22,7 +28,7 @@ func TestCreateToOrder(t *testing.T) {
 	t.Parallel()
 	ns := stack.Namespace(t)
 	c := connections()[2] // python runtime by pod IP
-	s := stdioSession(t, append(append([]string{"K8S_SANDBOX_CUSTOM_SANDBOXES__UNUSED_TTL_SECONDS=60"}, customEnv...), c.env...), "")
+	s := stdioSession(t, append(append([]string{"K8S_SANDBOX_CUSTOM_SANDBOXES__UNUSED_TTL_SECONDS=60"}, customEnv()...), c.env...), "")
 	shape := map[string]any{"warmpool": c.pool, "namespace": ns.Name, "image": stack.Env["PYTHON_IMAGE"], "cpus": 0.5, "memory": 256}
 	first := call[createResult](t, s, "create_sandbox", shape)
 	if first.CustomPool == "" {

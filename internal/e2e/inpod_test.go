@@ -8,15 +8,19 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -46,9 +50,12 @@ func TestServerAsAPod(t *testing.T) {
 	holdShippedNamespace(t)
 	ctx := t.Context()
 	token := randomHex(t)
+	// This checkout's overlay (the stack may have been brought up from another clone): deploy/
+	// with its image name, which the node has as hack/image.sh built it (images.sh server).
+	overlay := filepath.Join(stack.RepoRoot, "hack", "localstack", "manifests", "server")
 	kubectl(t, "apply", "-f", stack.RepoRoot+"/deploy/namespace.yaml")
 	t.Cleanup(func() {
-		_, _ = exec.Command(stack.Env["KUBECTL"], "--kubeconfig", stack.Kubeconfig, "delete", "-k", stack.Env["SERVER_OVERLAY"],
+		_, _ = exec.Command(stack.Env["KUBECTL"], "--kubeconfig", stack.Kubeconfig, "delete", "-k", overlay,
 			"--ignore-not-found", "--wait=true", "--timeout=90s").CombinedOutput()
 	})
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "k8s-sandbox-mcp-tokens", Namespace: serverNS},
@@ -56,7 +63,7 @@ func TestServerAsAPod(t *testing.T) {
 	if _, err := stack.Kube.CoreV1().Secrets(serverNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, "apply", "-k", stack.Env["SERVER_OVERLAY"])
+	kubectl(t, "apply", "-k", overlay)
 	svc, err := stack.Kube.CoreV1().Services(serverNS).Get(ctx, serverDeploy, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +108,45 @@ func TestServerAsAPod(t *testing.T) {
 			scenarioWith(t, cs, "default", s.pool, 5*time.Second)
 		})
 	}
+
+	t.Run("runs deploy/'s image, side-loaded", func(t *testing.T) {
+		// The image deploy/deployment.yaml names (a release's), which the node holds as
+		// hack/image.sh built it from this clone: the kubelet finds it present and pulls nothing.
+		pods, err := stack.Kube.CoreV1().Pods(serverNS).List(ctx, metav1.ListOptions{LabelSelector: serverPods})
+		if err != nil || len(pods.Items) == 0 {
+			t.Fatalf("server pods: %v", err)
+		}
+		var d appsv1.Deployment
+		data, err := os.ReadFile(filepath.Join(stack.RepoRoot, "deploy", "deployment.yaml"))
+		if err != nil || yaml.Unmarshal(data, &d) != nil || len(d.Spec.Template.Spec.Containers) == 0 {
+			t.Fatalf("deploy/deployment.yaml: %v", err)
+		}
+		want := d.Spec.Template.Spec.Containers[0].Image
+		for _, p := range pods.Items {
+			if got := p.Spec.Containers[0].Image; got != want {
+				t.Errorf("pod %s runs %s, want deploy/'s %s", p.Name, got, want)
+			}
+			waitFor(t, 30*time.Second, func() bool {
+				evs, err := stack.Kube.CoreV1().Events(serverNS).List(ctx, metav1.ListOptions{
+					FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + p.Name})
+				if err != nil {
+					return false
+				}
+				for _, e := range evs.Items {
+					if e.Reason == "Pulling" {
+						t.Fatalf("the kubelet pulled the server's image: %s", e.Message)
+					}
+					if e.Reason == "Pulled" {
+						if !strings.Contains(e.Message, `"`+want+`" already present on machine`) {
+							t.Fatalf("kubelet event Pulled: %q, want %s already present", e.Message, want)
+						}
+						return true
+					}
+				}
+				return false
+			})
+		}
+	})
 
 	t.Run("rolling restart and a pod killed mid-run", func(t *testing.T) {
 		cs, err := authSession(t, base, token, "") // the default era: sessionless

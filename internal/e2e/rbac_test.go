@@ -5,7 +5,6 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -75,7 +74,7 @@ func (p probe) claimAlive(t *testing.T) {
 // toOrderFails: create_sandbox with cpus (a sandbox built to order) is refused, and no claim is made.
 func toOrderFails(t *testing.T, p probe, q perm) {
 	tag := q.verb + "-" + q.resource
-	s := p.session(t, customEnv...)
+	s := p.session(t, customEnv()...)
 	p.forbidden(t, callError(t, s, "create_sandbox", map[string]any{"warmpool": localstack.PythonPool, "namespace": p.ns,
 		"cpus": 0.25, "labels": map[string]any{caseLabel: tag}}), q)
 	waitNoClaims(t, p.ns, caseLabel, tag)
@@ -237,8 +236,8 @@ func TestRBACUnderTheRealAPIServer(t *testing.T) {
 	})
 }
 
-// podCommand is how the Deployment starts the server: the image's ENTRYPOINT arguments plus
-// the container's args, and the container's literal env.
+// podCommand is how the Deployment starts the server: the container's args (the image's
+// entrypoint is the binary alone, as ko builds it: hack/image.sh) and the container's literal env.
 type podCommand struct {
 	args []string
 	env  map[string]string
@@ -249,29 +248,17 @@ const tokensFileVar = "K8S_SANDBOX_AUTH__TOKENS_FILE"
 func loadPodCommand(t *testing.T) podCommand {
 	t.Helper()
 	root := filepath.Join(stack.RepoRoot, "deploy")
-	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var entry []string
-	for _, line := range strings.Split(string(df), "\n") {
-		if rest, ok := strings.CutPrefix(line, "ENTRYPOINT "); ok {
-			if err := json.Unmarshal([]byte(rest), &entry); err != nil {
-				t.Fatalf("Dockerfile ENTRYPOINT %s: %v", rest, err)
-			}
-		}
-	}
 	data, err := os.ReadFile(filepath.Join(root, "deployment.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d appsv1.Deployment
-	if err := yaml.UnmarshalStrict(data, &d); err != nil || len(entry) == 0 || len(d.Spec.Template.Spec.Containers) != 1 {
-		t.Fatalf("deployment.yaml (%v) or the Dockerfile's ENTRYPOINT %v is not as expected", err, entry)
+	if err := yaml.UnmarshalStrict(data, &d); err != nil || len(d.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("deployment.yaml (%v) is not as expected", err)
 	}
 	spec := d.Spec.Template.Spec
 	c := spec.Containers[0]
-	pc := podCommand{args: append(entry[1:], c.Args...), env: map[string]string{}}
+	pc := podCommand{args: c.Args, env: map[string]string{}}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
 			pc.env[e.Name] = e.Value

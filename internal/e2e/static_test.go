@@ -8,7 +8,7 @@ import (
 )
 
 // TestBinaryIsStatic: the binary every end-to-end test runs is the static one that ships
-// (install.sh, deploy/Dockerfile): no program interpreter and no shared libraries. The
+// (install.sh, hack/image.sh): no program interpreter and no shared libraries. The
 // default CGO_ENABLED=1 would link it dynamically, through kustomize's use of Go's plugin
 // package.
 func TestBinaryIsStatic(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 )
 
 // linking says how an ELF binary is linked. The server ships static (install.sh and
-// deploy/Dockerfile build with CGO_ENABLED=0); Go's default here links it dynamically
+// hack/image.sh build with CGO_ENABLED=0); Go's default here links it dynamically
 // (kustomize, through cli-runtime, imports Go's plugin package), and that binary is larger,
 // maps more pages and starts slower, so the report says which one it measured.
 func linking(path string) (string, error) {

@@ -5,6 +5,12 @@
 //	mkimage build -name REF -out FILE -layer DIR [-layer DIR]... [-owner /PATH=UID:GID]...
 //	        [-entrypoint JSON] [-cmd JSON] [-user U] [-workdir DIR] [-env K=V]... [-expose PORT]...
 //	mkimage check -name REF [-want /PATH[=UID:GID]]... FILE
+//	mkimage base -layout DIR
+//	mkimage from-layout -layout DIR -name REF -out FILE
+//
+// base and from-layout serve hack/image.sh, which builds the server's image with ko: the
+// first writes ko's base image where ko finds it without a registry, the second turns the
+// image ko built for this machine's platform into a tarball for containerd.
 //
 // Layers are deterministic: fixed times, root-owned unless -owner says otherwise, so the
 // same directories give the same image digest.
@@ -27,7 +33,9 @@ import (
 const usage = `usage:
   mkimage build -name REF -out FILE -layer DIR [-layer DIR]... [-owner /PATH=UID:GID]...
           [-entrypoint JSON] [-cmd JSON] [-user U] [-workdir DIR] [-env K=V]... [-expose PORT]...
-  mkimage check -name REF [-want /PATH[=UID:GID]]... FILE`
+  mkimage check -name REF [-want /PATH[=UID:GID]]... FILE
+  mkimage base -layout DIR
+  mkimage from-layout -layout DIR -name REF -out FILE`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -40,6 +48,10 @@ func main() {
 		err = build(os.Args[2:])
 	case "check":
 		err = check(os.Args[2:])
+	case "base":
+		err = base(os.Args[2:])
+	case "from-layout":
+		err = fromLayout(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q\n%s", os.Args[1], usage)
 	}
