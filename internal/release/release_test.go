@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -34,7 +33,16 @@ func TestReleaseScript(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("hack/release.sh is a bash script")
 	}
-	mcpbBin := shellVar(t, "MCPB_BIN")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	mcpbBin, err := MCPBBin(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(filepath.Join(mcpbBin, "mcpb")); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("@anthropic-ai/mcpb is not installed (hack/deps.sh installs it): %v", err)
@@ -42,14 +50,10 @@ func TestReleaseScript(t *testing.T) {
 		t.Skipf("@anthropic-ai/mcpb is not installed; run hack/deps.sh (%v)", err)
 	}
 	out := filepath.Join(t.TempDir(), "dist")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "../../hack/release.sh", testTag, out)
 	// The image is another recipe's to test, and costs minutes; the chart is packaged when
 	// the chart and helm are there.
-	cmd.Env = append(os.Environ(), "RELEASE_PLATFORMS=host", "RELEASE_SKIP=image")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("hack/release.sh: %v\n%s", err, b)
+	if err := RunScript(ctx, root, testTag, out, "RELEASE_PLATFORMS=host", "RELEASE_SKIP=image"); err != nil {
+		t.Fatal(err)
 	}
 	version := strings.TrimPrefix(testTag, "v")
 	bundle := filepath.Join(out, "k8s-sandbox-mcp-"+version+".mcpb")
@@ -98,21 +102,20 @@ func TestReleaseScript(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, []byte(deadKubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Resolve(m, dir, NodePlatform(runtime.GOOS), map[string]any{
-		"kubeconfig":      kubeconfig,
-		"namespace":       "release-test",
-		"connection_type": "direct",
-		"api_url":         "http://127.0.0.1:1",
+	user, err := UserConfigFor(m, map[string]string{
+		"K8S_SANDBOX_CONNECTION__TYPE":    "direct",
+		"K8S_SANDBOX_CONNECTION__API_URL": "http://127.0.0.1:1",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := exec.Command(c.Command, c.Args...)
-	// Claude Desktop starts servers with a small environment of its own.
-	server.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
-	for k, v := range c.Env {
-		server.Env = append(server.Env, k+"="+v)
+	user["kubeconfig"], user["namespace"] = kubeconfig, "release-test"
+	c, err := Resolve(m, dir, NodePlatform(runtime.GOOS), user)
+	if err != nil {
+		t.Fatal(err)
 	}
+	// Claude Desktop starts servers with a small environment of its own.
+	server := c.Cmd("PATH=/usr/bin:/bin", "HOME="+home)
 	server.Stderr = &testLog{t: t}
 	client := mcp.NewClient(&mcp.Implementation{Name: "release-test", Version: "1"}, nil)
 	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: server}, nil)
@@ -153,16 +156,6 @@ users:
 - name: dead
   user: {token: unused}
 `
-
-// shellVar prints a variable of hack/localstack/versions.sh, the one owner of tool versions.
-func shellVar(t *testing.T, name string) string {
-	t.Helper()
-	b, err := exec.Command("bash", "-c", `. ../../hack/localstack/versions.sh && printf %s "$`+name+`"`).Output()
-	if err != nil || len(b) == 0 {
-		t.Fatalf("%s from versions.sh: %v", name, err)
-	}
-	return string(b)
-}
 
 // checkSums checks SHA256SUMS lists exactly the files wanted (and what else the release made
 // beside them: chart packages), each with its hash.
