@@ -33,6 +33,11 @@ all_platforms="darwin/arm64 darwin/amd64 windows/amd64 linux/amd64 linux/arm64"
 platforms=${RELEASE_PLATFORMS:-$all_platforms}
 [ "$platforms" = host ] && platforms="$(go env GOOS)/$(go env GOARCH)"
 skip=",${RELEASE_SKIP:-},"
+# A release is built from the tagged commit, clean; the tests build test tags from any tree.
+if [ "$(git -C "$root" rev-parse -q --verify "refs/tags/$tag^{commit}" 2>/dev/null)" != "$(git -C "$root" rev-parse HEAD)" ] ||
+  [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then
+  echo "release: warning: the tree is not a clean checkout of $tag: fine for a test, not for a release" >&2
+fi
 [ -x "$MCPB_BIN/mcpb" ] || die "@anthropic-ai/mcpb $MCPB_VERSION is not installed: run hack/deps.sh"
 
 # OUT is emptied first: refuse anything but dist/ or a missing or empty directory.

@@ -228,3 +228,34 @@ func (l *testLog) Write(p []byte) (int, error) {
 	l.t.Logf("server: %s", strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// A tag that is not one semantic version, or an OUT holding other files (the script empties
+// it), stops the script before it builds anything.
+func TestReleaseScriptRefuses(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("hack/release.sh is a bash script")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "keep"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ tag, out, want string }{
+		{"1.2.3", t.TempDir(), "TAG must look like v1.2.3"},
+		{"v1.2", t.TempDir(), "TAG must look like v1.2.3"},
+		{"v1.2.3 ", t.TempDir(), "TAG must look like v1.2.3"},
+		{"v01.2.3", t.TempDir(), "TAG must look like v1.2.3"},
+		{"v1.2.3", full, "is not empty"},
+	} {
+		err := RunScript(context.Background(), root, c.tag, c.out)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q into %s: %v, want %q", c.tag, c.out, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(full, "keep")); err != nil {
+		t.Errorf("the refused OUT was touched: %v", err)
+	}
+}
