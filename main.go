@@ -115,7 +115,15 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	return f, err
 }
 
+// buildVersion is set at link time by hack/release.sh (-X main.buildVersion=TAG), so that the
+// binary, the .mcpb manifest and server.json take their version from the one release tag. A
+// go install or a build at a tagged commit leaves it empty and go's module version answers.
+var buildVersion string
+
 func version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}

@@ -56,6 +56,9 @@ npm_pin "inspector-$INSPECTOR_VERSION" mcp-inspector "@modelcontextprotocol/insp
 CONFORMANCE_VERSION=0.1.16
 npm_pin "conformance-$CONFORMANCE_VERSION" conformance "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
 
+# The .mcpb bundle's packer and validator (hack/release.sh and its test in internal/release).
+npm_pin "mcpb-$MCPB_VERSION" mcpb "@anthropic-ai/mcpb@$MCPB_VERSION"
+
 # gotestsum (what Kubernetes' own hack/make-rules/test.sh runs go test through) keeps each
 # test's events in a JSON file, from which hack/test.sh reports the slowest tests of a run.
 if [ ! -x "$GOTESTSUM" ]; then

@@ -77,3 +77,7 @@ HELM=$LOCALSTACK_CACHE/bin/helm-$HELM_VERSION/helm
 # The benchmark's tool-list baseline (hack/bench.sh item 10): kubernetes-mcp-server's binary from npm.
 KMS_VERSION=0.0.67
 KMS_BIN=$LOCALSTACK_CACHE/npm/kubernetes-mcp-server-$KMS_VERSION/node_modules/kubernetes-mcp-server-linux-amd64/bin/kubernetes-mcp-server-linux-amd64
+# The .mcpb bundle's packer and validator (hack/release.sh): @anthropic-ai/mcpb from npm, with
+# Node 22, installed by hack/deps.sh.
+MCPB_VERSION=2.1.2
+MCPB_BIN=$LOCALSTACK_CACHE/npm/mcpb-$MCPB_VERSION/node_modules/.bin
