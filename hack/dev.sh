@@ -28,18 +28,35 @@ case $type in
   sandboxd-in-cluster) export K8S_SANDBOX_CONNECTION__MODE=in-cluster-pod-ip; pool=sandboxd-pool ;;
   *) echo "unknown connection type $type" >&2; exit 2 ;;
 esac
+# Dev mode serves behind a bearer token it makes here, as production would: the sandboxes then
+# belong to the token's principal, not to an MCP session, so they carry over from one client
+# run to the next (each Inspector CLI command is a session of its own, whose end would delete an
+# anonymous session's sandboxes). MCP_TOKEN keeps one across restarts.
+token=${MCP_TOKEN:-$(head -c 24 /dev/urandom | base64 | tr '+/' '-_')}
+export K8S_SANDBOX_AUTH__TOKENS="dev:$token"
+auth="Authorization: Bearer $token"
 # hack/deps.sh installs the Inspector CLI with its own Node 22 under the cache, not on PATH:
-# the hint runs it from there, with that Node first on PATH.
-inspector="(not installed: hack/deps.sh installs it when npm is available)"
+# the commands run it from there, with that Node first on PATH.
 inspector_bin=$(ls -d "$LOCALSTACK_CACHE"/npm/inspector-*/node_modules/.bin 2>/dev/null | sort -V | tail -n 1)
 if [ -n "$inspector_bin" ]; then
-  inspector="PATH=\"$inspector_bin:\$PATH\" mcp-inspector --cli http://$addr/mcp --transport http --method tools/list"
+  inspector=$(cat <<CMDS
+    i() { PATH="$inspector_bin:\$PATH" mcp-inspector --cli http://$addr/mcp --transport http --header "$auth" --format json -q "\$@"; }
+    i --method tools/list
+    claim=\$(i --method tools/call --tool-name create_sandbox --tool-arg warmpool=$pool | sed -n 's/.*"sandbox_claim_name": *"\([^"]*\)".*/\1/p' | head -n 1)
+    i --method tools/call --tool-name execute_command --tool-arg sandbox_claim_name=\$claim --tool-arg 'command=echo hello from \$(hostname)'
+    i --method tools/call --tool-name delete_sandbox --tool-arg sandbox_claim_name=\$claim
+CMDS
+)
+else
+  inspector="    (not installed: hack/deps.sh installs it when npm is available)"
 fi
 cat >&2 <<MSG
 
-k8s-sandbox-mcp ($type) at http://$addr/mcp  — warm pool "$pool" in namespace "default".
-  Claude Code:  claude mcp add --transport http k8s-sandbox http://$addr/mcp
-  Inspector:    $inspector
+k8s-sandbox-mcp ($type) at http://$addr/mcp  — warm pool "$pool" in namespace "default",
+behind the bearer token $token (principal "dev"; MCP_TOKEN=... keeps it across restarts).
+  Claude Code:  claude mcp add --transport http k8s-sandbox http://$addr/mcp --header "$auth"
+  Inspector CLI (bash; each command its own session, the sandbox carries over):
+$inspector
   stdio (Claude Desktop "mcpServers" entry):
     {"k8s-sandbox": {"command": "nsenter", "args": ["--net=/run/netns/k8s-sandbox-mcp", "--", "$root/bin/k8s-sandbox-mcp", "--kubeconfig", "$KUBECONFIG"],
       "env": {"K8S_SANDBOX_CONNECTION__TYPE": "$type"$(env | grep -E '^K8S_SANDBOX_(CONNECTION__[A-Z_]+|DNS_SERVER)=' | grep -v __TYPE= | sed -E 's/^([^=]+)=(.*)$/, "\1": "\2"/' | tr -d '\n')}}}
