@@ -310,17 +310,12 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request, k key, tok, p
 	r.mu.Lock()
 	limits := r.limits
 	r.mu.Unlock()
-	streaming, err := limits.Stream.Take(req.Context())
+	streaming, checking, err := limits.Enter(req.Context())
 	if err != nil {
 		tooMany(w, err)
 		return
 	}
 	defer streaming()
-	checking, err := limits.Check.Take(req.Context())
-	if err != nil {
-		tooMany(w, err)
-		return
-	}
 	defer checking()
 	th := token.Hash(tok)
 	c, e, err := r.authorize(req.Context(), k, th)

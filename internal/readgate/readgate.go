@@ -144,3 +144,16 @@ func (a Admit) Take(ctx context.Context) (func(), error) {
 // connection, counted with the MCP streams under K8S_SANDBOX_HTTP__MAX_STREAMS_PER_PRINCIPAL).
 // Stream is taken first, so a refusal never spends a one-time URL.
 type Limits struct{ Check, Stream Admit }
+
+// Enter takes a request's Stream place, then its Check place. The caller releases both (each
+// release runs once however often it is called): Check as soon as the token is checked.
+func (l Limits) Enter(ctx context.Context) (stream, check func(), err error) {
+	if stream, err = l.Stream.Take(ctx); err != nil {
+		return nil, nil, err
+	}
+	if check, err = l.Check.Take(ctx); err != nil {
+		stream()
+		return nil, nil, err
+	}
+	return stream, check, nil
+}

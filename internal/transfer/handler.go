@@ -66,17 +66,12 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	limits := r.limits
 	r.mu.Unlock()
-	streaming, err := limits.Stream.Take(req.Context())
+	streaming, checking, err := limits.Enter(req.Context())
 	if err != nil {
 		tooMany(w, err)
 		return
 	}
 	defer streaming()
-	checking, err := limits.Check.Take(req.Context())
-	if err != nil {
-		tooMany(w, err)
-		return
-	}
 	defer checking()
 	principal := r.principal(req.Context())
 	th := token.Hash(parts[2])
