@@ -33,6 +33,11 @@ func TestLayering(t *testing.T) {
 		{"internal/auth/authtest", nil, nil},
 		{"internal/budget", nil, nil},
 		{"internal/cleanup", []string{"kube"}, nil},
+		// doctor checks a cluster with the server's own settings, claims and connection.
+		{"internal/doctor", []string{"conn", "internal/config", "kube"}, nil},
+		// The bundle's manifest read as Claude Desktop reads it (its tests check the connection
+		// types it offers against conn's).
+		{"internal/release", []string{"conn"}, []string{gosdk}},
 		{"internal/config", []string{"conn", "conn/proc", "conn/workspace", "internal/hostfs", "internal/transfer", "kube"}, nil},
 		{"internal/hostfs", nil, nil},
 		{"internal/logging", nil, nil},
@@ -52,8 +57,9 @@ func TestLayering(t *testing.T) {
 		{"charts", []string{"conn", "internal/auth", "internal/config", "internal/serve", "tools"}, nil},
 		// A test OIDC issuer, and the principal and owner label functions and label keys, to find what a
 		// principal owns; the load generator and its round-robin front; the bound an unexposed
-		// stream is held to (ports.StreamsEndWithin); the memory the documented formula allows (budget.WorstCase).
-		{"internal/e2e", []string{"internal/localstack", "internal/budget", "internal/auth", "internal/auth/authtest", "internal/owner", "internal/ports", "kube", "bench/load"}, []string{gosdk}},
+		// stream is held to (ports.StreamsEndWithin); the memory the documented formula allows (budget.WorstCase);
+		// the release script's runner and the bundle's manifest read as Claude Desktop reads it.
+		{"internal/e2e", []string{"internal/localstack", "internal/budget", "internal/auth", "internal/auth/authtest", "internal/owner", "internal/ports", "internal/release", "kube", "bench/load"}, []string{gosdk}},
 	}
 	root := ".." // a test runs in its package's directory (and -trimpath leaves runtime.Caller no path)
 	ctx := build.Default
