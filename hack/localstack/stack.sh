@@ -126,6 +126,7 @@ cmd_up() {
       image_names
       sed -i -e "s|^POOLS_MANIFEST=.*|POOLS_MANIFEST=$POOLS|" -e "s|^SERVER_OVERLAY=.*|SERVER_OVERLAY=$here/manifests/server|" \
         -e "s|^SANDBOXD_IMAGE=.*|SANDBOXD_IMAGE=$SANDBOXD_IMAGE|" -e "s|^PYTHON_IMAGE=.*|PYTHON_IMAGE=$PYTHON_IMAGE|" "$RUN/env"
+      grep -q '^HOST_NETNS=' "$RUN/env" || echo "HOST_NETNS=$HOSTNET" >>"$RUN/env" # a stack up before it was written
       log "already up and healthy"
       cmd_env_print
       return 0
@@ -282,6 +283,7 @@ write_env() {
     echo "KUBECONFIG=$KUBECONFIG"
     echo "RUN_DIR=$RUN"
     echo "NETNS=$NS_PATH"
+    echo "HOST_NETNS=$HOSTNET"
     echo "APISERVER_URL=$APISERVER_URL"
     echo "NODE_NAME=$NODE_NAME"
     echo "ROUTER_URL=http://$ROUTER_IP:80"

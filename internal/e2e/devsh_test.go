@@ -25,8 +25,12 @@ func TestDevShCommandsWorkAsPrinted(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(10000))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	hostNet := stack.Env["HOST_NETNS"]
+	if hostNet == "" {
+		t.Fatal("the stack's env file names no HOST_NETNS: bring it up again (hack/localstack/stack.sh down && up)")
+	}
 	onHost := func(name string, args ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=/proc/1/ns/net", "--", name}, args...)...)
+		cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + hostNet, "--", name}, args...)...)
 		cmd.Dir = stack.RepoRoot
 		return cmd
 	}

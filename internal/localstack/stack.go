@@ -29,7 +29,7 @@ type Stack struct {
 	Kubeconfig string
 	// Env holds the KEY=VALUE lines of the stack's run/env file: KUBECONFIG, APISERVER_URL,
 	// ROUTER_URL, GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_ADDRESS, K8S_SANDBOX_DNS_SERVER,
-	// NODE_NAME, NETNS, RUN_DIR, POOLS_MANIFEST, SANDBOXD_POOL, PYTHON_POOL, CONN_<KIND>,
+	// NODE_NAME, NETNS, HOST_NETNS (a handle on the host's network namespace), RUN_DIR, POOLS_MANIFEST, SANDBOXD_POOL, PYTHON_POOL, CONN_<KIND>,
 	// AGENT_SANDBOX_VERSION (the one the stack runs) and its SANDBOXD_IMAGE and PYTHON_IMAGE.
 	Env        map[string]string
 	RestConfig *rest.Config
