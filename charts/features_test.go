@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/charts/helmtest"
 )
 
 // names lists Kind/namespace/name of the objects of the kinds given.
@@ -204,7 +206,7 @@ func noTokens(t *testing.T, objs []unstructured.Unstructured) {
 
 // TestReleaseNames: another release's objects take its name, so two installs do not collide.
 func TestReleaseNames(t *testing.T) {
-	out, err := runHelm(t, "template", "team-a", chart, "--namespace", "mcp", "-f", valuesFile(t, everything()))
+	out, err := runHelm(t, "template", "team-a", chart, "--namespace", "mcp", "-f", helmtest.ValuesFile(t, everything()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,21 +5,16 @@ package charts
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/charts/helmtest"
 )
 
 const (
@@ -29,80 +24,16 @@ const (
 	namespace = "k8s-sandbox-mcp"
 )
 
-var (
-	helmOnce sync.Once
-	helmBin  string
-	helmErr  error
-)
-
-// helm is the path of the pinned Helm, installed by hack/helm.sh if it is not yet (a build from
-// the Go module proxy, minutes the first time). Without it the test is skipped, except in CI,
-// where hack/deps.sh has installed it.
-func helm(t *testing.T) string {
-	t.Helper()
-	helmOnce.Do(func() {
-		var stderr bytes.Buffer
-		cmd := exec.Command(filepath.Join("..", "hack", "helm.sh"), "--path")
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			helmErr = fmt.Errorf("hack/helm.sh --path: %w\n%s", err, stderr.String())
-			return
-		}
-		helmBin = strings.TrimSpace(string(out))
-	})
-	if helmErr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("helm cannot be obtained: %v", helmErr)
-		}
-		t.Skipf("helm cannot be obtained (hack/helm.sh builds it from the Go module proxy): %v", helmErr)
-	}
-	return helmBin
-}
-
-// runHelm runs helm with its home folders in a temporary folder: nothing of the user's Helm
-// configuration (repositories, plugins) takes part. It returns stdout, or an error with stderr.
+// runHelm runs the pinned helm with no kubeconfig and Helm folders of its own.
 func runHelm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	bin := helm(t)
-	home := t.TempDir()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config",
-		"HELM_DATA_HOME="+home+"/data", "KUBECONFIG="+home+"/no-kubeconfig")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
-}
-
-// valuesFile writes values (JSON is YAML) to a file for helm's -f.
-func valuesFile(t *testing.T, values map[string]any) string {
-	t.Helper()
-	b, err := json.Marshal(values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not under t.TempDir(), whose name holds the test's: helm splits -f at commas.
-	f, err := os.CreateTemp("", "chart-values-*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(f.Name()) })
-	if _, err := f.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return f.Name()
+	return helmtest.Run(t, helmtest.Helm(t, ".."), "", args...)
 }
 
 // template renders the chart with values as release in namespace.
 func template(t *testing.T, values map[string]any) ([]unstructured.Unstructured, error) {
 	t.Helper()
-	out, err := runHelm(t, "template", release, chart, "--namespace", namespace, "-f", valuesFile(t, values))
+	out, err := runHelm(t, "template", release, chart, "--namespace", namespace, "-f", helmtest.ValuesFile(t, values))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +109,7 @@ func TestHelmLint(t *testing.T) {
 		"everything": everything(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, err := runHelm(t, "lint", "--strict", chart, "--namespace", namespace, "-f", valuesFile(t, values))
+			out, err := runHelm(t, "lint", "--strict", chart, "--namespace", namespace, "-f", helmtest.ValuesFile(t, values))
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}

@@ -54,12 +54,13 @@ func TestLayering(t *testing.T) {
 		{"bench/load", nil, []string{gosdk}},
 		// The chart's tests check its settings with the server's parser and its schema's names
 		// against the server's lists.
-		{"charts", []string{"conn", "internal/auth", "internal/config", "internal/serve", "tools"}, nil},
+		{"charts", []string{"charts/helmtest", "conn", "internal/auth", "internal/config", "internal/serve", "tools"}, nil},
+		{"charts/helmtest", nil, nil},
 		// A test OIDC issuer, and the principal and owner label functions and label keys, to find what a
 		// principal owns; the load generator and its round-robin front; the bound an unexposed
 		// stream is held to (ports.StreamsEndWithin); the memory the documented formula allows (budget.WorstCase);
 		// the release script's runner and the bundle's manifest read as Claude Desktop reads it.
-		{"internal/e2e", []string{"internal/localstack", "internal/budget", "internal/auth", "internal/auth/authtest", "internal/owner", "internal/ports", "internal/release", "kube", "bench/load"}, []string{gosdk}},
+		{"internal/e2e", []string{"internal/localstack", "internal/budget", "internal/auth", "internal/auth/authtest", "internal/owner", "internal/ports", "internal/release", "kube", "bench/load", "charts/helmtest"}, []string{gosdk}},
 	}
 	root := ".." // a test runs in its package's directory (and -trimpath leaves runtime.Caller no path)
 	ctx := build.Default

@@ -4,12 +4,9 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/charts/helmtest"
 )
 
 // TestHelmChart installs charts/k8s-sandbox-mcp with helm on the stack, into a namespace of its
@@ -30,7 +29,7 @@ import (
 // to another connection type and drives every tool again; then uninstalls it and checks that no object of the release is left, cluster-scoped ones included.
 func TestHelmChart(t *testing.T) {
 	t.Parallel()
-	helm := helmBinary(t)
+	helm := helmtest.Helm(t, stack.RepoRoot)
 	ns := stack.Namespace(t, bothPools...)
 	ctx := t.Context()
 	server, err := stack.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -57,7 +56,7 @@ func TestHelmChart(t *testing.T) {
 	}
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := runHelmE2E(t, helm, args...)
+		out, err := helmtest.Run(t, helm, stack.Kubeconfig, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,11 +66,11 @@ func TestHelmChart(t *testing.T) {
 	uninstalled := false
 	t.Cleanup(func() {
 		if !uninstalled {
-			_, _ = runHelmE2E(t, helm, "uninstall", release, "--namespace", server.Name, "--wait", "--timeout", "3m")
+			_, _ = helmtest.Run(t, helm, stack.Kubeconfig, "uninstall", release, "--namespace", server.Name, "--wait", "--timeout", "3m")
 		}
 	})
 	start := time.Now()
-	run("install", release, chart, "--namespace", server.Name, "-f", writeValues(t, values), "--wait", "--timeout", "5m")
+	run("install", release, chart, "--namespace", server.Name, "-f", helmtest.ValuesFile(t, values), "--wait", "--timeout", "5m")
 	kubectl(t, "-n", server.Name, "rollout", "status", "deploy/"+name, "--timeout=180s")
 	t.Logf("helm install and rollout: %v", time.Since(start).Round(time.Second))
 
@@ -167,55 +166,9 @@ func TestHelmChart(t *testing.T) {
 		t.Errorf("after helm uninstall, objects of release %s remain: %v", release, left)
 	}
 	t.Logf("helm uninstall until nothing is left: %v", time.Since(start).Round(time.Second))
-	if out, err := runHelmE2E(t, helm, "status", release, "--namespace", server.Name); err == nil {
+	if out, err := helmtest.Run(t, helm, stack.Kubeconfig, "status", release, "--namespace", server.Name); err == nil {
 		t.Errorf("helm still knows the release:\n%s", out)
 	}
-}
-
-// helmBinary is the Helm hack/helm.sh pins (and builds, if hack/deps.sh has not).
-func helmBinary(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command(filepath.Join(stack.RepoRoot, "hack", "helm.sh"), "--path").Output()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("helm cannot be obtained (hack/helm.sh): %v", err)
-		}
-		t.Skipf("helm cannot be obtained (hack/helm.sh builds it from the Go module proxy): %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// runHelmE2E runs helm against the stack, with Helm's folders of its own.
-func runHelmE2E(t *testing.T, helm string, args ...string) (string, error) {
-	home := t.TempDir()
-	cmd := exec.Command(helm, append(args, "--kubeconfig", stack.Kubeconfig)...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
-}
-
-// writeValues writes values for helm's -f, at a path without commas (helm splits -f at them).
-func writeValues(t *testing.T, values map[string]any) string {
-	t.Helper()
-	b, err := json.Marshal(values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.CreateTemp("", "helm-e2e-values-*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(f.Name()) })
-	if _, err := f.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return f.Name()
 }
 
 // serverImage is the image the stack's server overlay runs (the one stack.sh imports into the
