@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/cleanup"
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
 
@@ -25,9 +24,10 @@ func (a *app) stdioEnd(ctx context.Context) func() {
 		return func() { _, _ = a.janitor.Release(ctx, id, "stdio closed") }
 	}
 	// A fixed owner may have sandboxes from an earlier process, which this one can list and
-	// use: its end releases them too, wherever they are (or, without the RBAC for a
-	// cluster-wide list, wherever this server may create).
-	a.janitor.Include(id, append([]string{cleanup.AllNamespaces, a.deps.DefaultNamespace}, a.cfg.AllowedNamespaces...)...)
+	// use: its end releases them too, wherever this server may create (never beyond: another
+	// configuration of the owner may serve other namespaces).
+	mine := append([]string{a.deps.DefaultNamespace}, a.cfg.AllowedNamespaces...)
+	a.janitor.Include(id, mine...)
 	hold, err := a.claims.Hold(ctx, a.deps.DefaultNamespace, id)
 	if err != nil {
 		a.log.Warn().Err(err).Str("owner", id).Msg("K8S_SANDBOX_STDIO_OWNER is set, but this process cannot tell other processes of that owner " +
@@ -39,7 +39,7 @@ func (a *app) stdioEnd(ctx context.Context) func() {
 		// Its own Lease goes first: two processes ending together then never both wait for
 		// the other (each would leave the sandboxes to a process that is gone).
 		hold.Release(ctx)
-		others, err := hold.OthersAlive(context.WithoutCancel(ctx))
+		others, err := hold.OthersAlive(context.WithoutCancel(ctx), mine...)
 		switch {
 		case err != nil:
 			a.log.Warn().Err(err).Str("owner", id).Msg("could not tell whether another process of this owner is alive: " +

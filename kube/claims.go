@@ -172,7 +172,7 @@ func (c *Client) deleteClaim(ctx context.Context, namespace, name string, pre *m
 func (c *Client) Status(ctx context.Context, namespace, name, owner string) (Status, error) {
 	obj, sb, miss := c.fromCache(namespace, name, owner)
 	if obj != nil {
-		return c.withPod(ctx, withShutdown(statusOf(sb), obj), sb), nil
+		return withShutdown(statusOf(sb), obj), nil
 	}
 	obj, err := c.ownedClaimAfter(ctx, miss, namespace, name, owner)
 	if err != nil {
@@ -187,15 +187,7 @@ func (c *Client) Status(ctx context.Context, namespace, name, owner string) (Sta
 	if err != nil {
 		return Status{}, err
 	}
-	return c.withPod(ctx, withShutdown(statusOf(sb), obj), sb), nil
-}
-
-// withPod adds the pod's state to a sandbox that is not suspended.
-func (c *Client) withPod(ctx context.Context, st Status, sb *sandboxv1beta1.Sandbox) Status {
-	if st.Status != StatusSuspended {
-		st.Pod = c.podState(ctx, sb)
-	}
-	return st
+	return withShutdown(statusOf(sb), obj), nil
 }
 
 func withShutdown(st Status, obj *extv1beta1.SandboxClaim) Status {

@@ -41,7 +41,9 @@ var ErrNoLeases = errors.New("cannot hold a Lease")
 
 // Hold is this process's live claim on an owner, renewed until Release.
 type Hold struct {
-	leases    coordinationclient.LeaseInterface
+	client    coordinationclient.LeasesGetter
+	leases    coordinationclient.LeaseInterface // in namespace
+	namespace string
 	name      string
 	owner     string
 	ownerKey  string
@@ -60,7 +62,7 @@ func (c *Client) Hold(ctx context.Context, namespace, owner string) (*Hold, erro
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	h := &Hold{leases: c.leases.Leases(namespace), name: holderPrefix + hex.EncodeToString(b), owner: owner,
+	h := &Hold{client: c.leases, leases: c.leases.Leases(namespace), namespace: namespace, name: holderPrefix + hex.EncodeToString(b), owner: owner,
 		ownerKey: c.ownerKey, now: c.now, done: make(chan struct{})}
 	cctx, cancel := context.WithTimeout(ctx, holdTimeout)
 	defer cancel()
@@ -104,25 +106,38 @@ func (h *Hold) renew(ctx context.Context) {
 }
 
 // OthersAlive counts the live Leases of other processes holding the owner, and deletes the
-// ones that lapsed (processes that died). Called at the end, before releasing.
-func (h *Hold) OthersAlive(ctx context.Context) (int, error) {
+// ones that lapsed (processes that died). Called at the end, before releasing in namespaces:
+// another process of the owner holds its Lease in its own default namespace, which may be any
+// of those (or, with other settings, none of them: a cluster-wide list finds it where RBAC
+// allows one).
+func (h *Hold) OthersAlive(ctx context.Context, namespaces ...string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, holdTimeout)
 	defer cancel()
-	sel := labels.Set{h.ownerKey: h.owner, holderLabel: "true"}.String()
-	list, err := h.leases.List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return 0, fmt.Errorf("listing the holders of owner %q: %w", h.owner, err)
+	sel := metav1.ListOptions{LabelSelector: labels.Set{h.ownerKey: h.owner, holderLabel: "true"}.String()}
+	var found []coordinationv1.Lease
+	if list, err := h.client.Leases(metav1.NamespaceAll).List(ctx, sel); err == nil {
+		found = list.Items
+	} else {
+		for _, ns := range append([]string{h.namespace}, namespaces...) {
+			list, err := h.client.Leases(ns).List(ctx, sel)
+			if err != nil {
+				return 0, fmt.Errorf("listing the holders of owner %q in namespace %q: %w", h.owner, ns, err)
+			}
+			found = append(found, list.Items...)
+		}
 	}
-	alive := 0
-	for i := range list.Items {
-		l := &list.Items[i]
+	alive, seen := 0, map[string]bool{} // a Lease found twice (namespaces listed twice)
+	for i := range found {
+		l := &found[i]
+		key := l.Namespace + "/" + l.Name
 		switch {
-		case l.Name == h.name:
+		case seen[key] || (l.Name == h.name && l.Namespace == h.namespace):
 		case leaseLive(l, h.now()):
 			alive++
 		default:
-			_ = h.leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID}})
+			_ = h.client.Leases(l.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID}})
 		}
+		seen[key] = true
 	}
 	return alive, nil
 }

@@ -38,6 +38,8 @@ func TestHoldOthersAlive(t *testing.T) {
 			wantAlive: 0, wantLeft: 1},
 		{name: "another owner's process does not count", others: []*coordinationv1.Lease{holderLease("p2", "someone-else", testNow)},
 			wantAlive: 0, wantLeft: 2},
+		{name: "a live process of the owner whose Lease is in another namespace", others: []*coordinationv1.Lease{
+			inNamespace(holderLease("p2", testOwner, testNow), "team-b")}, wantAlive: 1, wantLeft: 2},
 		{name: "one live, one dead", others: []*coordinationv1.Lease{
 			holderLease("p2", testOwner, testNow), holderLease("p3", testOwner, testNow.Add(-2*HoldDuration))},
 			wantAlive: 1, wantLeft: 2},
@@ -59,7 +61,7 @@ func TestHoldOthersAlive(t *testing.T) {
 			if err != nil || alive != tc.wantAlive {
 				t.Fatalf("OthersAlive = %d, %v; want %d", alive, err, tc.wantAlive)
 			}
-			left, _ := cs.CoordinationV1().Leases(testNS).List(context.Background(), metav1.ListOptions{})
+			left, _ := cs.CoordinationV1().Leases("").List(context.Background(), metav1.ListOptions{})
 			if len(left.Items) != tc.wantLeft {
 				t.Errorf("%d Leases left, want %d", len(left.Items), tc.wantLeft)
 			}
@@ -99,4 +101,9 @@ func TestHoldRefusedIsErrNoLeases(t *testing.T) {
 	if _, err := f.c.Hold(context.Background(), testNS, testOwner); !errors.Is(err, ErrNoLeases) || !apierrors.IsForbidden(err) {
 		t.Errorf("forbidden: %v", err)
 	}
+}
+
+func inNamespace(l *coordinationv1.Lease, ns string) *coordinationv1.Lease {
+	l.Namespace = ns
+	return l
 }

@@ -133,5 +133,5 @@ type Status struct {
 	Ready      bool
 	Message    string
 	ShutdownAt time.Time // the claim's shutdown time; zero: none
-	Pod        PodState  // the kubelet's view of its pod; zero when it has none or it cannot be read
+	Pod        PodState  // the kubelet's view of its pod (PodState; Status leaves it zero)
 }

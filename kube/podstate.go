@@ -37,10 +37,12 @@ func (p PodState) Terminal() bool {
 	return p.Phase == string(corev1.PodFailed) || p.Phase == string(corev1.PodSucceeded)
 }
 
-// podState reads the Sandbox's pod; a pod that cannot be read (no RBAC for pods, not created
-// yet) gives the zero PodState: the status then says what the Sandbox says, as before.
-func (c *Client) podState(ctx context.Context, sb *sandboxv1beta1.Sandbox) PodState {
-	if c.pods == nil || sb == nil {
+// PodState reads the pod of the owner's sandbox: one API read, which Status (polled while a
+// command runs) does not make. A pod that cannot be read (no RBAC for pods, not created yet,
+// the sandbox suspended) gives the zero PodState: the status then says what the Sandbox says.
+func (c *Client) PodState(ctx context.Context, namespace, name, owner string) PodState {
+	_, sb, err := c.claimAndSandbox(ctx, namespace, name, owner)
+	if err != nil || c.pods == nil || sb == nil || sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
 		return PodState{}
 	}
 	for _, name := range podNames(sb) {

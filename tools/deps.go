@@ -23,6 +23,8 @@ type Claims interface {
 	Delete(ctx context.Context, namespace, name, owner string) error
 	Extend(ctx context.Context, namespace, name, owner string, after time.Duration) (kube.Claim, error)
 	Status(ctx context.Context, namespace, name, owner string) (kube.Status, error)
+	// PodState is the kubelet's view of the sandbox's pod (an API read: for get_sandbox_status only).
+	PodState(ctx context.Context, namespace, name, owner string) kube.PodState
 	Suspend(ctx context.Context, namespace, name, owner string) (kube.Status, error)
 	Resume(ctx context.Context, namespace, name, owner string, readyTimeout time.Duration, progress func(string)) (kube.Claim, error)
 	CountPrincipal(ctx context.Context, namespace, principal string) (int, error)

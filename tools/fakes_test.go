@@ -182,6 +182,10 @@ func (f *fakeClaims) Status(ctx context.Context, ns, name, owner string) (kube.S
 	return kube.Status{Status: "SandboxReady", Ready: true, Message: "Pod is Ready"}, nil
 }
 
+func (f *fakeClaims) PodState(context.Context, string, string, string) kube.PodState {
+	return kube.PodState{}
+}
+
 func (f *fakeClaims) setSuspended(ns, name string, on bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -127,6 +127,7 @@ func statusTool(d Deps) server.ServerTool {
 		if err != nil {
 			return failure("get the sandbox status", ref, err), nil
 		}
+		st.Pod = d.Claims.PodState(ctx, ref.Namespace, ref.Name, owner)
 		return structured(statusResult(st)), nil
 	}}
 }

@@ -8,13 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/kube"
 )
@@ -118,10 +116,6 @@ func (j *Janitor) Begin(owner, namespace string) (done func(claim string) error,
 	}, nil
 }
 
-// AllNamespaces, given to Include, makes a release look for the owner's sandboxes in every
-// namespace first (where RBAC allows a cluster-wide list), then in the ones it knows.
-const AllNamespaces = "*"
-
 // Include adds namespaces to those owner's release deletes in, beyond the ones it created in
 // here: a process that took over a fixed stdio owner (K8S_SANDBOX_STDIO_OWNER) owns the
 // sandboxes an earlier process of that owner left, and releases them like its own.
@@ -188,21 +182,9 @@ func (j *Janitor) Release(ctx context.Context, owner, why string) (int, error) {
 }
 
 func (j *Janitor) deleteAll(ctx context.Context, owner string, namespaces []string) (int, error) {
-	if slices.Contains(namespaces, AllNamespaces) {
-		// One cluster-wide list finds what any process of the owner left anywhere; without the
-		// RBAC for it, the namespaces known here are asked one by one.
-		claims, err := j.claims.List(ctx, metav1.NamespaceAll, owner)
-		if err == nil {
-			return j.deleteClaims(ctx, owner, claims)
-		}
-		j.log.Debug().Err(err).Str("owner", owner).Msg("no cluster-wide list of claims: releasing in the known namespaces")
-	}
 	var all []kube.Claim
 	var errs []error
 	for _, ns := range namespaces {
-		if ns == AllNamespaces {
-			continue
-		}
 		claims, err := j.claims.List(ctx, ns, owner)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing claims in %s: %w", ns, err))

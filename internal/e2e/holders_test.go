@@ -61,7 +61,8 @@ func TestFixedOwnerEndsReleaseOnlyUnheldSandboxes(t *testing.T) {
 	t.Run("a dead process's sandbox goes with the next end", func(t *testing.T) {
 		t.Parallel()
 		owner := "holders-" + randomHex(t)[:12]
-		env := append([]string{"K8S_SANDBOX_STDIO_OWNER=" + owner}, c.env...)
+		// A process releases where it may create: its default namespace and the allowed ones.
+		env := append([]string{"K8S_SANDBOX_STDIO_OWNER=" + owner, "K8S_SANDBOX_ALLOWED_NAMESPACES=" + ns}, c.env...)
 		dead, cmd := stdioServer(t, env, "")
 		created := call[createResult](t, dead, "create_sandbox", map[string]any{"warmpool": c.pool, "namespace": ns})
 		if err := cmd.Process.Kill(); err != nil {
