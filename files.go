@@ -15,16 +15,16 @@ func (a *app) fileRoutes() {
 	a.deps.MaxTransferBytes = a.cfg.MaxTransferBytes
 	if a.f.httpAddr == "" {
 		a.deps.HostFS = hostfs.New(a.cfg.HostPaths)
-	} else if len(a.cfg.HostPaths) > 0 {
+		return
+	}
+	if len(a.cfg.HostPaths) > 0 {
 		a.log.Warn().Str("setting", hostfs.Setting).Msg("ignored over HTTP: every caller would share the host directories, " +
 			"so copy_to_sandbox and copy_from_sandbox are not listed; callers move files of any size with create_transfer_url")
 	}
-	if a.f.httpAddr != "" {
-		var opts []transfer.Option
-		if !a.deps.Selection.AllowsOverwrite() {
-			opts = append(opts, transfer.WithoutUploads()) // the operator's filter holds on the URLs too
-		}
-		a.transfers = transfer.New(a.claims, a.conn, principalOf, a.cfg.MaxTransferBytes, a.log, opts...)
-		a.deps.Transfers = a.transfers
+	var opts []transfer.Option
+	if !a.deps.Selection.AllowsOverwrite() {
+		opts = append(opts, transfer.WithoutUploads()) // the operator's filter holds on the URLs too
 	}
+	a.transfers = transfer.New(a.claims, a.conn, principalOf, a.cfg.MaxTransferBytes, a.log, opts...)
+	a.deps.Transfers = a.transfers
 }

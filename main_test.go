@@ -7,8 +7,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/budget"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/config"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/internal/serve"
+	"github.com/k8s-sandbox-mcp/k8s-sandbox-mcp/tools"
 )
 
 const dummyKubeconfig = `apiVersion: v1
@@ -101,5 +109,30 @@ func TestStdioStdoutIsProtocolOnly(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "secret-token-value") {
 		t.Error("a credential leaked into the logs")
+	}
+}
+
+// The worst-case memory at the default settings (budget.WorstCase of the in-flight bound the
+// server derives from them, as newApp does) fits deploy/'s memory limit.
+func TestDefaultWorstCaseFitsDeploy(t *testing.T) {
+	cfg, err := config.Load(config.Source{Environ: []string{"K8S_SANDBOX_CONNECTION__TYPE=in-cluster"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := serve.LoadHTTPSettings(cfg.Vars, tools.MaxResultBytes(cfg.Connection.MaxDownloadBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := os.ReadFile(filepath.Join("deploy", "deployment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s+memory: (\S+)$`).FindAllSubmatch(dep, -1)
+	if len(m) == 0 {
+		t.Fatal("deploy/deployment.yaml names no memory")
+	}
+	limit := resource.MustParse(string(m[len(m)-1][1])) // the limit follows the request
+	if worst := budget.WorstCase(set.MaxBodyBytesInFlight); worst >= limit.Value() {
+		t.Errorf("the defaults' worst case is %d MiB, not under deploy/'s limit of %s", worst>>20, limit.String())
 	}
 }

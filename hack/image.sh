@@ -3,11 +3,12 @@
 # no docker engine, no registry. The one recipe for the image: the local stack's server pod
 # runs what it makes (hack/localstack/images.sh server), and a release publishes it.
 #
-#   hack/image.sh OUT
+#   hack/image.sh OUT [TAG]
 #
 # Writes OUT/layout, an OCI image layout holding one image index (linux/amd64 and linux/arm64,
 # .ko.yaml), and OUT/sbom, ko's SPDX SBOM of each image; prints "<name> <index digest>", the
-# name being deploy/deployment.yaml's. Push it with e.g. `crane push OUT/layout NAME`.
+# name being deploy/deployment.yaml's, with TAG for its tag when given (a release's: the chart
+# it packages names the image by that tag). Push it with e.g. `crane push OUT/layout NAME`.
 #
 # What makes it reproducible (the same commit gives the same digest; internal/e2e
 # TestServerImageIsReproducible builds it twice): the base is made from nothing by code
@@ -24,12 +25,13 @@ repo=$(cd "$here/.." && pwd)
 log() { echo "image: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-[ $# -eq 1 ] || die "usage: hack/image.sh OUT"
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: hack/image.sh OUT [TAG]"
 out=$1
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 name=$(server_image "$repo")
 [ -n "$name" ] || die "no image: line in deploy/deployment.yaml"
+if [ $# -eq 2 ]; then name=${name%:*}:$2; fi
 
 if [ ! -x "$KO" ]; then
   log "installing ko $KO_VERSION"

@@ -94,10 +94,10 @@ build_server_json() {
 
 # --- The server image: hack/image.sh is its one recipe. It writes OUT/image/layout (an OCI
 # layout of one index, linux/amd64 and arm64) and OUT/image/sbom, named as deploy/deployment.yaml
-# names the image.
+# names the image, tagged with the release's tag (the chart below names it so).
 build_image() {
   if [[ $skip == *,image,* ]]; then echo "release: image skipped (RELEASE_SKIP)" >&2; return; fi
-  "$root/hack/image.sh" "$out/image" >&2
+  "$root/hack/image.sh" "$out/image" "$tag" >&2
 }
 
 # --- The Helm chart package: charts/k8s-sandbox-mcp at the tag's version, with the helm

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,7 +79,7 @@ func TestPayloadTakesRoomBeforeTheBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slicesEqual(b.taken, tc.wantTaken) {
+			if !slices.Equal(b.taken, tc.wantTaken) {
 				t.Errorf("reserved %v, want %v", b.taken, tc.wantTaken)
 			}
 			got, _ := p.text()
@@ -94,18 +95,6 @@ func TestPayloadTakesRoomBeforeTheBytes(t *testing.T) {
 			}
 		})
 	}
-}
-
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestJSONEscapes(t *testing.T) {

@@ -22,11 +22,8 @@ type withheld map[string]string
 func withheldValue(arg, value string) string { return arg + "=" + value }
 
 // errNoUploads is why create_transfer_url's upload direction is withheld under the operator's
-// filter: it is upload_file's act by URL, and the filter leaves out every tool that can replace
-// a file (upload_file, upload_archive, edit_file, copy_to_sandbox).
-const errNoUploads = "direction upload is not offered on this server: its operator left out the tools that can replace files " +
-	"(--disable-destructive or K8S_SANDBOX_DISABLE_DESTRUCTIVE), and an upload URL replaces the file at its path. " +
-	"Use direction download to fetch a file, or ask the operator for a server that allows uploads."
+// filter (transfer owns the reason; the advice is the tool's).
+var errNoUploads = transfer.ErrNoUploads.Error() + ". Use direction download to fetch a file, or ask the operator for a server that allows uploads."
 
 // errNoCustom is why image, cpus and memory are refused (and withheld) when custom sandboxes
 // are off.

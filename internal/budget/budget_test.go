@@ -36,9 +36,3 @@ func TestReserve(t *testing.T) {
 		t.Errorf("reserved %v, want [5 11]", r.got)
 	}
 }
-
-func TestWorstCase(t *testing.T) {
-	if got := WorstCase(53_193_388); got>>20 >= 512 {
-		t.Errorf("the defaults' worst case is %d MiB, over deploy/'s 512 MiB limit", got>>20)
-	}
-}

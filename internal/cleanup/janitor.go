@@ -30,8 +30,9 @@ type Claims interface {
 	Delete(ctx context.Context, namespace, name, owner string) error
 }
 
-// Janitor remembers where each owner created sandboxes and deletes them on release. It asks
-// only namespaces it saw, so it needs no cluster-wide list permission.
+// Janitor remembers where each owner created sandboxes (and the namespaces Include adds) and
+// deletes them on release. It asks only those namespaces, so it needs no cluster-wide list
+// permission.
 //
 // Release is exact against creates running at the same time: it marks the owner ended (a later
 // Begin fails), waits for the creates already begun, and a create that still finishes after

@@ -58,6 +58,11 @@ func engine(name string, ready int32) *appsv1.DaemonSet {
 		Status: appsv1.DaemonSetStatus{NumberReady: ready, DesiredNumberScheduled: 1}}
 }
 
+func unscheduled(d *appsv1.DaemonSet) *appsv1.DaemonSet {
+	d.Status.DesiredNumberScheduled = 0
+	return d
+}
+
 func (c cluster) env(t *testing.T) Env {
 	t.Helper()
 	objs := c.objects
@@ -140,6 +145,8 @@ func TestRun(t *testing.T) {
 		{"no trace at all", cluster{objects: []runtime.Object{}, pools: []runtime.Object{pool("p", 1, 0), template("p")}}, CheckController, Warn, "cannot tell from the API"},
 		{"engine running", cluster{}, CheckNetPol, OK, "enforced by calico-node"},
 		{"engine down", cluster{objects: []runtime.Object{engine("cilium", 0)}}, CheckNetPol, Fail, "not running"},
+		{"a Windows sister scheduled on no node", cluster{objects: []runtime.Object{engine("calico-node", 1), unscheduled(engine("calico-node-windows", 0))}},
+			CheckNetPol, OK, "enforced by calico-node"},
 		{"flannel alone", cluster{objects: []runtime.Object{engine("kube-flannel-ds", 1)}}, CheckNetPol, Warn, "does not enforce"},
 		{"no engine visible", cluster{objects: []runtime.Object{}}, CheckNetPol, Warn, "cannot tell from the API"},
 		{"daemonsets forbidden", cluster{daemonSetsForbidden: true}, CheckNetPol, Warn, "not readable with these credentials"},

@@ -52,7 +52,9 @@ func engines(ctx context.Context, env Env) Result {
 	var engines, plain []string
 	for _, d := range ds.Items {
 		for _, name := range policyEngines {
-			if d.Name == name || strings.HasPrefix(d.Name, name+"-") {
+			// A DaemonSet scheduled on no node (a Windows sister of a Linux cluster's engine,
+			// azure-npm-win, calico-node-windows) neither enforces nor is down.
+			if (d.Name == name || strings.HasPrefix(d.Name, name+"-")) && d.Status.DesiredNumberScheduled > 0 {
 				engines = append(engines, fmt.Sprintf("%s (DaemonSet %s/%s, %d of %d ready)", name, d.Namespace, d.Name, d.Status.NumberReady, d.Status.DesiredNumberScheduled))
 				if d.Status.NumberReady == 0 {
 					r.Status = Fail

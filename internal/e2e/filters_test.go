@@ -80,7 +80,7 @@ func TestOperatorFiltersMeanWhatTheySay(t *testing.T) {
 			code, _ := put(decode[answer](t, res).URL, "replaced by the filtered server's URL\n")
 			t.Logf("PUT through it: %d", code)
 		} else {
-			for _, want := range []string{"direction upload is not offered", "--disable-destructive", "Use direction download"} {
+			for _, want := range []string{"hands out no upload URLs", "--disable-destructive", "Use direction download"} {
 				if msg := resultText(res); !strings.Contains(msg, want) {
 					t.Errorf("upload refusal %q, want it to say %q", msg, want)
 				}

@@ -55,7 +55,7 @@ var (
 // specPerms are the spec's RBAC sentence, plus what gateway mode reads and what
 // list_sandbox_templates lists and get_sandbox_metrics reads, and the components' (sandboxes
 // built to order, suspend and resume).
-var specPerms = []perm{
+var specPerms = append([]perm{
 	{claimsGroup, "sandboxclaims", "create"}, {claimsGroup, "sandboxclaims", "get"}, {claimsGroup, "sandboxclaims", "list"},
 	{claimsGroup, "sandboxclaims", "watch"}, {claimsGroup, "sandboxclaims", "delete"}, {claimsGroup, "sandboxclaims", "patch"},
 	{sandboxGroup, "sandboxes", "get"}, {sandboxGroup, "sandboxes", "list"}, {sandboxGroup, "sandboxes", "watch"},
@@ -64,10 +64,8 @@ var specPerms = []perm{
 	{metricsGroup, "pods", "get"}, {"", "events", "create"}, {"", "events", "patch"}, {"", "events", "list"},
 	{claimsGroup, "sandboxtemplates", "get"}, {claimsGroup, "sandboxtemplates", "create"}, {claimsGroup, "sandboxtemplates", "delete"},
 	{claimsGroup, "sandboxwarmpools", "get"}, {claimsGroup, "sandboxwarmpools", "create"}, {claimsGroup, "sandboxwarmpools", "patch"},
-	{claimsGroup, "sandboxwarmpools", "delete"}, {sandboxGroup, "sandboxes", "patch"},
-	{coordinationGroup, "leases", "create"}, {coordinationGroup, "leases", "patch"}, {coordinationGroup, "leases", "list"},
-	{coordinationGroup, "leases", "delete"}, {"", "pods", "get"},
-}
+	{claimsGroup, "sandboxwarmpools", "delete"}, {sandboxGroup, "sandboxes", "patch"}, {"", "pods", "get"},
+}, leasePerms...)
 
 // optionalPerms are granted because the spec lists them; the server works without them:
 // list/watch on sandboxes feed the watch cache (without it every call reads the API), and
